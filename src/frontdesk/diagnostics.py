@@ -1,0 +1,144 @@
+"""Diagnostics: a code, a message, a source span, a hint, and their pretty printing."""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Iterable
+
+from pydantic import BaseModel
+
+
+class Severity(str, Enum):
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+
+class Span(BaseModel):
+    """A place in a source file; line and column are 1-based."""
+
+    file: str = ""
+    line: int = 0
+    column: int = 0
+    end_line: int | None = None
+    end_column: int | None = None
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.column}"
+
+
+@dataclass
+class Diagnostic:
+    code: str
+    message: str
+    span: Span | None = None
+    severity: Severity = Severity.ERROR
+    hint: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def is_error(self) -> bool:
+        return self.severity is Severity.ERROR
+
+    def to_json(self) -> dict:
+        return {
+            "code": self.code,
+            "severity": self.severity.value,
+            "message": self.message,
+            "file": self.span.file if self.span else None,
+            "line": self.span.line if self.span else None,
+            "column": self.span.column if self.span else None,
+            "hint": self.hint,
+        }
+
+    def format(self, source_text: str | None = None) -> str:
+        """Render as `file:line:col: severity[CODE]: message`, the source line, a caret and the hint."""
+        where = f"{self.span}: " if self.span and self.span.line else (f"{self.span.file}: " if self.span else "")
+        out = [f"{where}{self.severity.value}[{self.code}]: {self.message}"]
+        if self.span and self.span.line and source_text is not None:
+            lines = source_text.splitlines()
+            if 0 < self.span.line <= len(lines):
+                text = lines[self.span.line - 1]
+                gutter = f"{self.span.line:>4} | "
+                out.append(gutter + text)
+                width = 1
+                if self.span.end_line == self.span.line and self.span.end_column:
+                    width = max(1, self.span.end_column - self.span.column)
+                out.append(" " * (len(gutter) + max(0, self.span.column - 1)) + "^" * width)
+        for note in self.notes:
+            out.append(f"  = note: {note}")
+        if self.hint:
+            out.append(f"  = hint: {self.hint}")
+        return "\n".join(out)
+
+
+class DiagnosticBag:
+    """Collects diagnostics while a front end or checker runs."""
+
+    def __init__(self) -> None:
+        self.items: list[Diagnostic] = []
+
+    def add(self, diag: Diagnostic) -> Diagnostic:
+        self.items.append(diag)
+        return diag
+
+    def error(self, code: str, message: str, span: Span | None = None, hint: str | None = None) -> Diagnostic:
+        return self.add(Diagnostic(code, message, span, Severity.ERROR, hint))
+
+    def warning(self, code: str, message: str, span: Span | None = None, hint: str | None = None) -> Diagnostic:
+        return self.add(Diagnostic(code, message, span, Severity.WARNING, hint))
+
+    def info(self, code: str, message: str, span: Span | None = None, hint: str | None = None) -> Diagnostic:
+        return self.add(Diagnostic(code, message, span, Severity.INFO, hint))
+
+    def extend(self, diags: Iterable[Diagnostic]) -> None:
+        self.items.extend(diags)
+
+    @property
+    def has_errors(self) -> bool:
+        return any(d.is_error for d in self.items)
+
+    @property
+    def errors(self) -> list[Diagnostic]:
+        return [d for d in self.items if d.is_error]
+
+    def sorted(self) -> list[Diagnostic]:
+        def key(d: Diagnostic):
+            s = d.span
+            return (s.file if s else "", s.line if s else 0, s.column if s else 0, d.code)
+
+        return sorted(self.items, key=key)
+
+
+def did_you_mean(word: str, candidates: Iterable[str]) -> str | None:
+    """The closest candidate to `word`, if one is close enough to be a likely typo."""
+    matches = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
+    return matches[0] if matches else None
+
+
+def format_all(diags: Iterable[Diagnostic]) -> str:
+    """Format diagnostics, reading each file once for the source excerpts."""
+    cache: dict[str, str | None] = {}
+    parts = []
+    for d in diags:
+        text = None
+        if d.span and d.span.file:
+            if d.span.file not in cache:
+                try:
+                    cache[d.span.file] = Path(d.span.file).read_text(encoding="utf-8")
+                except OSError:
+                    cache[d.span.file] = None
+            text = cache[d.span.file]
+        parts.append(d.format(text))
+    return "\n\n".join(parts)
+
+
+class FrontdeskError(Exception):
+    """An error a user can act on; carries diagnostics instead of a traceback."""
+
+    def __init__(self, message: str, diagnostics: list[Diagnostic] | None = None) -> None:
+        super().__init__(message)
+        self.diagnostics = diagnostics or []

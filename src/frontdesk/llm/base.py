@@ -1,0 +1,77 @@
+"""The LLM provider protocol and the request/response data every provider speaks."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, Field
+
+# What an LLM call is for; traces, scripts and descriptions (ACDL) are keyed on it.
+Purpose = Literal["route", "understand", "reason", "kb_answer", "extract", "fallback", "other"]
+
+
+class ToolCall(BaseModel):
+    id: str = ""
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class ChatMessage(BaseModel):
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str | None = None
+    name: str | None = None
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    tool_call_id: str | None = None
+
+
+class ToolSchema(BaseModel):
+    """A function the model may call; `parameters` is a JSON schema object."""
+
+    name: str
+    description: str = ""
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+
+
+class LLMRequest(BaseModel):
+    purpose: Purpose = "other"
+    messages: list[ChatMessage]
+    tools: list[ToolSchema] = Field(default_factory=list)
+    # "auto": the model may answer in text or call tools; "required": it must call one;
+    # a tool name: it must call that tool.
+    tool_choice: str = "auto"
+    temperature: float | None = 0.0
+    max_tokens: int | None = None
+
+
+class Usage(BaseModel):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+class LLMResponse(BaseModel):
+    content: str | None = None
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+    model: str = ""
+
+
+class LLMError(Exception):
+    """A model call failed (network, timeout, HTTP error, unusable answer).
+
+    The runtime turns it into the program's error handling; it never reaches the user as a traceback.
+    """
+
+
+class ScriptError(Exception):
+    """A scripted conversation went off its script: a test or replay bug, reported loudly."""
+
+
+@runtime_checkable
+class LLM(Protocol):
+    name: str
+
+    def complete(self, request: LLMRequest) -> LLMResponse: ...
