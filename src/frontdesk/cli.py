@@ -1,0 +1,301 @@
+"""The `frontdesk` command line: check, compile, chat and trace."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+import yaml
+from rich.console import Console
+from rich.table import Table
+
+from frontdesk.diagnostics import Diagnostic, Severity, format_all
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Frontdesk: check, compile, run and trace declarative chatbot programs (ADL).",
+)
+out = Console(highlight=False)
+err = Console(stderr=True, highlight=False)
+
+STORE_ENV = "FRONTDESK_STORE"
+
+
+def _default_store() -> str:
+    from frontdesk.store import DEFAULT_STORE_PATH
+
+    return os.environ.get(STORE_ENV) or DEFAULT_STORE_PATH
+
+
+def _print_diagnostics(diags: list[Diagnostic], show_info: bool = False) -> None:
+    shown = [d for d in diags if show_info or d.severity is not Severity.INFO]
+    if shown:
+        err.print(format_all(shown), markup=False)
+
+
+def _load(program_path: str, quiet_warnings: bool = False):
+    from frontdesk.lang import load_program
+
+    program, diags = load_program(program_path)
+    errors = [d for d in diags if d.is_error]
+    if errors or program is None:
+        _print_diagnostics(diags)
+        n = len(errors)
+        err.print(f"[red]{program_path}: {n} error{'s' if n != 1 else ''}; fix them and run again.[/red]")
+        raise typer.Exit(1)
+    if not quiet_warnings:
+        _print_diagnostics(diags)
+    return program, diags
+
+
+def _open_store(url: str):
+    from frontdesk.store import open_store
+
+    try:
+        return open_store(url)
+    except ValueError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2)
+
+
+@app.command()
+def check(
+    program: str = typer.Argument(..., help="A program file or the folder that holds it."),
+    output_format: str = typer.Option("text", "--format", help="text or json"),
+    show_info: bool = typer.Option(False, "--info", help="Also show informational notes."),
+) -> None:
+    """Report every problem in a program with file, line, column, code and hint."""
+    from frontdesk.lang import load_program
+
+    prog, diags = load_program(program)
+    errors = sum(1 for d in diags if d.is_error)
+    warnings = sum(1 for d in diags if d.severity is Severity.WARNING)
+    if output_format == "json":
+        out.print_json(json.dumps([d.to_json() for d in diags]))
+    else:
+        _print_diagnostics(diags, show_info)
+        agents = len(prog.agents) if prog else 0
+        style = "red" if errors else "green"
+        err.print(f"[{style}]{program}: {errors} error{'s' if errors != 1 else ''}, "
+                  f"{warnings} warning{'s' if warnings != 1 else ''}, {agents} agents[/{style}]")
+    raise typer.Exit(1 if errors or prog is None else 0)
+
+
+@app.command("compile")
+def compile_(
+    program: str = typer.Argument(..., help="A program file or the folder that holds it."),
+    output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write the IR here instead of stdout."),
+) -> None:
+    """Print the program's IR as JSON."""
+    prog, _ = _load(program, quiet_warnings=True)
+    text = prog.model_dump_json(indent=2)
+    if output:
+        output.write_text(text + "\n", encoding="utf-8")
+        err.print(f"wrote {output}")
+    else:
+        sys.stdout.write(text + "\n")
+
+
+@app.command()
+def schema(output: Optional[Path] = typer.Option(None, "-o", "--output")) -> None:
+    """Print the JSON schema of the IR."""
+    from frontdesk.ir.schema import generate_schema
+
+    text = generate_schema()
+    if output:
+        output.write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+
+
+def _script_inputs(script: Path) -> list[str] | None:
+    try:
+        data = yaml.safe_load(script.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        err.print(f"[red]error:[/red] cannot read script {script}: {exc}")
+        raise typer.Exit(2)
+    if isinstance(data, dict) and isinstance(data.get("user"), list):
+        return [str(x) for x in data["user"]]
+    return None
+
+
+def _choose_llm(prog, script: Optional[Path]):
+    from frontdesk.llm import ScriptError, load_script, provider_from_config
+
+    if script is not None:
+        try:
+            return load_script(script)
+        except (ScriptError, OSError) as exc:
+            err.print(f"[red]error:[/red] {exc}")
+            raise typer.Exit(2)
+    provider = provider_from_config(prog.settings.llm or None)
+    if provider is None:
+        err.print(
+            "[yellow]No LLM is configured.[/yellow] Flows with expression conditions run; "
+            "anything that needs a model (routing, natural-language conditions, LLM and KB answers) "
+            "will apologise.\nTo use a model, set FRONTDESK_LLM_BASE_URL (e.g. http://localhost:11434/v1 "
+            "for Ollama), FRONTDESK_LLM_API_KEY and FRONTDESK_LLM_MODEL, or OPENAI_API_KEY for OpenAI; "
+            "to replay a conversation without a model, use --script FILE."
+        )
+    return provider
+
+
+def _show_events(events, console: Console) -> None:
+    for ev in events:
+        if ev.type in ("bot_message", "user_message"):
+            continue
+        console.print(f"  [dim]· {_event_line(ev.model_dump())}[/dim]", markup=True, highlight=False)
+
+
+def _event_line(ev: dict) -> str:
+    data = dict(ev.get("data") or {})
+    agent = ev.get("agent") or "-"
+    t = ev["type"]
+    if t == "llm_call":
+        if data.get("error"):
+            return f"{agent}: llm_call {data.get('purpose')} failed: {data['error']}"
+        return (f"{agent}: llm_call {data.get('purpose')} ({data.get('prompt_tokens', 0)}+"
+                f"{data.get('completion_tokens', 0)} tokens) -> "
+                + _short(data.get("response")))
+    if t == "condition_evaluated":
+        return f"{agent}: condition {data.get('condition')!r} = {data.get('result')} (by {data.get('by')})"
+    if t == "route_decided":
+        return f"{agent}: route -> {data.get('agent')} (by {data.get('by')})"
+    if t == "tool_called":
+        return f"{agent}: call {data.get('tool')}({_short(data.get('args'))})"
+    if t == "tool_result":
+        return f"{agent}: {data.get('tool')} -> {data.get('status')} {_short(data.get('message'))}"
+    return f"{agent}: {t} {_short(data)}"
+
+
+def _short(value, limit: int = 140) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, default=str, ensure_ascii=False)
+    text = text.replace("\n", " ")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+@app.command()
+def chat(
+    program: str = typer.Argument(..., help="A program file or the folder that holds it."),
+    script: Optional[Path] = typer.Option(None, "--script", help="Replay LLM answers (and user lines) from a YAML file."),
+    trace: bool = typer.Option(False, "--trace", help="Show every runtime decision as it happens."),
+    session: Optional[str] = typer.Option(None, "--session", help="Continue this session instead of starting one."),
+    store: str = typer.Option(None, "--store", help="Session store: a SQLite path or 'memory'. [default: .frontdesk/sessions.sqlite3]"),
+) -> None:
+    """Chat with a program in the terminal (reads lines from stdin when it is not a terminal)."""
+    from frontdesk.llm import ScriptError
+    from frontdesk.runtime.engine import Engine, SessionNotFound
+
+    prog, _ = _load(program)
+    llm = _choose_llm(prog, script)
+    session_store = _open_store(store or _default_store())
+    engine = Engine(prog, llm, session_store)
+    interactive = sys.stdin.isatty() and script is None
+    inputs = _script_inputs(script) if script else None
+
+    def show(result) -> None:
+        if trace:
+            _show_events(result.events, err)
+        for m in result.messages:
+            out.print(f"[bold cyan]{m.agent or 'bot'}>[/bold cyan] {m.text}", highlight=False)
+
+    try:
+        if session:
+            if engine.load_state(session) is None:
+                err.print(f"[red]error:[/red] no session {session!r} in {store or _default_store()}")
+                raise typer.Exit(2)
+            session_id = session
+        else:
+            result = engine.start(program_label=program)
+            session_id = result.session_id
+            show(result)
+        err.print(f"[dim]session {session_id} · type /quit to leave[/dim]")
+        lines = iter(inputs) if inputs is not None else None
+        while True:
+            if lines is not None:
+                text = next(lines, None)
+                if text is None:
+                    break
+                out.print(f"[bold]you>[/bold] {text}", highlight=False)
+            elif interactive:
+                try:
+                    text = out.input("[bold]you>[/bold] ")
+                except (EOFError, KeyboardInterrupt):
+                    break
+            else:
+                text = sys.stdin.readline()
+                if not text:
+                    break
+                text = text.rstrip("\n")
+                out.print(f"[bold]you>[/bold] {text}", highlight=False)
+            if text.strip() in ("/quit", "/exit"):
+                break
+            if not text.strip():
+                continue
+            result = engine.send(session_id, text)
+            show(result)
+            if result.ended:
+                err.print("[dim](the conversation has ended)[/dim]")
+                break
+    except ScriptError as exc:
+        err.print(f"[red]script error:[/red] {exc}")
+        raise typer.Exit(1)
+    except SessionNotFound as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2)
+    if script is not None and llm is not None and llm.remaining():
+        err.print(f"[yellow]warning:[/yellow] {llm.remaining()} scripted answers were not used")
+    err.print(f"[dim]trace: frontdesk trace {session_id}[/dim]")
+
+
+@app.command("trace")
+def trace_(
+    session: str = typer.Argument(..., help="The session id printed by chat."),
+    store: str = typer.Option(None, "--store", help="Session store: a SQLite path or 'memory'."),
+    as_json: bool = typer.Option(False, "--json", help="Print the events as JSON lines."),
+    full: bool = typer.Option(False, "--full", help="Include LLM prompts in full."),
+) -> None:
+    """Print every event of a session: agents chosen, conditions, tool and LLM calls, messages."""
+    session_store = _open_store(store or _default_store())
+    events = session_store.events(session)
+    if not events:
+        err.print(f"[red]error:[/red] no events for session {session!r} in {store or _default_store()}")
+        raise typer.Exit(1)
+    if as_json:
+        for ev in events:
+            sys.stdout.write(json.dumps(ev, ensure_ascii=False) + "\n")
+        return
+    table = Table(show_lines=False, box=None, pad_edge=False)
+    for col in ("#", "turn", "agent", "event", "details"):
+        table.add_column(col, overflow="fold")
+    for ev in events:
+        data = ev.get("data") or {}
+        if ev["type"] in ("bot_message", "user_message"):
+            detail = data.get("text", "")
+        elif ev["type"] == "llm_call" and full:
+            detail = json.dumps(data, ensure_ascii=False, indent=1)
+        else:
+            detail = _event_line(ev).split(": ", 1)[-1]
+        table.add_row(str(ev["seq"]), str(ev["turn"]), ev.get("agent") or "", ev["type"], detail)
+    out.print(table)
+    tokens = sum(int((e.get("data") or {}).get("prompt_tokens", 0)) + int((e.get("data") or {}).get("completion_tokens", 0))
+                 for e in events if e["type"] == "llm_call")
+    calls = sum(1 for e in events if e["type"] == "llm_call")
+    out.print(f"{len(events)} events, {calls} LLM calls, {tokens} tokens")
+
+
+def main() -> None:
+    try:
+        app()
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

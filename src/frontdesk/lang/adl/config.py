@@ -1,0 +1,66 @@
+"""Program settings: `config.yml` beside an ADL program, read into ProgramSettings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from frontdesk.diagnostics import DiagnosticBag, did_you_mean
+from frontdesk.ir.models import ProgramSettings
+
+from .yamlnodes import YMap, YScalar, compose_yaml, kind_name, to_python
+
+from .codes import CONFIG_IGNORED, READ_ERROR, WRONG_TYPE
+
+CONFIG_NAMES = ("config.yml", "config.yaml")
+_INT_KEYS = ("max_consecutive_fallbacks", "history_window")
+_KNOWN_KEYS = ("llm",) + _INT_KEYS
+_MICA_ONLY_KEYS = ("unsafe_mode",)
+
+
+def find_config(folder: Path) -> Path | None:
+    for name in CONFIG_NAMES:
+        candidate = folder / name
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def load_settings(path: Path, shown: str, bag: DiagnosticBag) -> ProgramSettings:
+    """Read a config file; problems are reported and the defaults kept."""
+    settings = ProgramSettings()
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        bag.error(READ_ERROR, f"cannot read settings file: {exc}", None)
+        return settings
+    root = compose_yaml(text, shown, bag)
+    if root is None:
+        return settings
+    if not isinstance(root, YMap):
+        bag.error(WRONG_TYPE, f"the settings file must be a mapping, found {kind_name(root)}", root.span)
+        return settings
+    for key, value in root.pairs:
+        _apply_setting(settings, key, value, bag)
+    return settings
+
+
+def _apply_setting(settings: ProgramSettings, key: YScalar, value, bag: DiagnosticBag) -> None:
+    name = key.text
+    if name == "llm":
+        if isinstance(value, YMap):
+            settings.llm = to_python(value)
+        elif not (isinstance(value, YScalar) and value.value is None):
+            bag.error(WRONG_TYPE, f"'llm' must be a mapping, found {kind_name(value)}", value.span,
+                      hint="write llm: followed by indented chat: / embedding: settings")
+    elif name in _INT_KEYS:
+        number = value.value if isinstance(value, YScalar) else None
+        if isinstance(number, bool) or not isinstance(number, int) or number < 1:
+            bag.error(WRONG_TYPE, f"'{name}' must be a positive whole number", value.span)
+        else:
+            setattr(settings, name, number)
+    elif name in _MICA_ONLY_KEYS:
+        bag.info(CONFIG_IGNORED, f"setting '{name}' is a MICA option that Frontdesk ignores", key.span)
+    else:
+        guess = did_you_mean(name, _KNOWN_KEYS)
+        bag.info(CONFIG_IGNORED, f"unknown setting '{name}' is ignored", key.span,
+                 hint=f"did you mean '{guess}'?" if guess else f"known settings: {', '.join(_KNOWN_KEYS)}")

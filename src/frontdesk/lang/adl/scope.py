@@ -1,0 +1,163 @@
+"""Program-wide names for ADL lowering: agents, their args and subflows, tools; resolving references."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from frontdesk.diagnostics import DiagnosticBag, Span, did_you_mean
+from frontdesk.ir.models import Expr, Lit, Ref
+
+from . import codes
+from .tools import ToolCatalog
+from .yamlnodes import YMap, YNode, YScalar, YSeq, to_python
+
+PSEUDO_ARGS = ("status", "message", "success", "error")
+NAME_PATTERN = re.compile(r"[^\W\d]\w*\Z")
+ARG_PATH_PATTERN = re.compile(r"([^\W\d]\w*)(?:\.([^\W\d]\w*))?\Z")
+NO_TOOL_FILES_HINT = "add tools: [file.py] or put the .py file beside the program"
+
+
+def is_name(text: str) -> bool:
+    return bool(NAME_PATTERN.match(text))
+
+
+@dataclass
+class AgentFacts:
+    """What other agents may know about an agent before it is lowered."""
+
+    name: str
+    node: YMap | None
+    key: YScalar
+    kind: str | None  # IR kind (knowledge / reasoning / flow / router), None when unknown
+    args: list[str] = field(default_factory=list)
+    subflows: dict[str, Span] = field(default_factory=dict)
+
+
+class ProgramScope:
+    """Name lookup shared by every agent's lowering, plus reference checking."""
+
+    def __init__(self, agents: dict[str, AgentFacts], catalog: ToolCatalog, bag: DiagnosticBag) -> None:
+        self.agents = agents
+        self.catalog = catalog
+        self.bag = bag
+        self.assumed_tools: set[str] = set()  # called or used names that nothing defines
+
+    # -- lookups -------------------------------------------------------------------------
+
+    def is_agent(self, name: str) -> bool:
+        return name in self.agents
+
+    def is_tool(self, name: str) -> bool:
+        return name in self.catalog.tools or name in self.assumed_tools
+
+    def subflows(self, agent: str) -> dict[str, Span]:
+        facts = self.agents.get(agent)
+        return facts.subflows if facts else {}
+
+    def args_of(self, agent: str) -> list[str]:
+        facts = self.agents.get(agent)
+        return facts.args if facts else []
+
+    def is_scope(self, name: str, agent: str) -> bool:
+        return self.is_agent(name) or self.is_tool(name) or name in self.subflows(agent)
+
+    def undefined_is_error(self, name: str, agent: str) -> bool:
+        """The tools rule: unknown names are errors when tools exist or the name looks like a typo."""
+        if self.catalog.has_files:
+            return True
+        return did_you_mean(name, list(self.agents) + list(self.subflows(agent))) is not None
+
+    def report_undefined(self, code: str, what: str, name: str, agent: str, span: Span | None) -> None:
+        """Report a name that is neither an agent, a subflow nor a known tool."""
+        candidates = list(self.agents) + list(self.subflows(agent)) + list(self.catalog.tools)
+        guess = did_you_mean(name, candidates)
+        if self.undefined_is_error(name, agent):
+            if guess:
+                hint = f"did you mean '{guess}'?"
+            elif self.catalog.has_files:
+                hint = f"define an agent named '{name}' or a function in {', '.join(self.catalog.files)}"
+            else:
+                hint = f"define an agent named '{name}'"
+            self.bag.error(code, f"{what} '{name}' is not defined: no agent, subflow or tool has this name", span, hint)
+        else:
+            self.bag.warning(code, f"no Python tool file defines {name}", span, NO_TOOL_FILES_HINT)
+
+    # -- values and references -------------------------------------------------------------
+
+    def value_expr(self, node: YNode, agent: str) -> Expr:
+        """A `set` value or `call` argument: quoted text is literal; a plain arg path in scope is a Ref."""
+        if not isinstance(node, YScalar):
+            return Lit(value=to_python(node))
+        if node.plain:
+            ref = self.arg_path_ref(node.text, agent)
+            if ref is not None:
+                return ref
+        return Lit(value=node.value)
+
+    def arg_path_ref(self, text: str, agent: str) -> Ref | None:
+        """`x` (an arg of `agent`) or `a.b` (a an agent, tool or subflow) as a Ref; else None."""
+        match = ARG_PATH_PATTERN.match(text.strip())
+        if not match:
+            return None
+        first, second = match.groups()
+        if second is None:
+            return Ref(scope=agent, name=first) if first in self.args_of(agent) else None
+        return Ref(scope=first, name=second) if self.is_scope(first, agent) else None
+
+    def check_ref(self, ref: Ref, agent: str, span: Span | None) -> None:
+        """Report a Ref naming an undefined argument or an unknown agent/tool."""
+        if ref.scope == agent or ref.scope in self.subflows(agent):
+            self._check_arg(agent, ref.name, span, own=True, shown_scope=ref.scope)
+        elif self.is_agent(ref.scope):
+            self._check_arg(ref.scope, ref.name, span, own=False, shown_scope=ref.scope)
+        elif self.is_tool(ref.scope):
+            return
+        else:
+            self._report_unknown_scope(ref, agent, span)
+
+    def _check_arg(self, owner: str, name: str, span: Span | None, own: bool, shown_scope: str) -> None:
+        args = self.args_of(owner)
+        if name in args or name in PSEUDO_ARGS:
+            return
+        if self.agents[owner].kind is None:  # an agent we could not read: don't pile on
+            return
+        guess = did_you_mean(name, args)
+        if guess:
+            hint = f"did you mean '{guess}'?"
+        else:
+            hint = f"add '{name}' to the args: of agent '{owner}'"
+            if args:
+                hint += f" (its args are: {', '.join(args)})"
+        where = "this agent" if own else f"agent '{owner}'"
+        shown = name if own and shown_scope == owner else f"{shown_scope}.{name}"
+        self.bag.error(codes.UNDEFINED_ARGUMENT, f"'{shown}' is not an argument of {where}", span, hint)
+
+    def _report_unknown_scope(self, ref: Ref, agent: str, span: Span | None) -> None:
+        candidates = list(self.agents) + list(self.subflows(agent)) + list(self.catalog.tools)
+        guess = did_you_mean(ref.scope, candidates)
+        message = f"'{ref.scope}.{ref.name}' refers to '{ref.scope}', which is not an agent or tool"
+        if self.undefined_is_error(ref.scope, agent):
+            hint = f"did you mean '{guess}'?" if guess else "write <agent>.<arg> or <tool>.<value> with a defined name"
+            self.bag.error(codes.UNKNOWN_SCOPE, message, span, hint)
+        else:
+            self.bag.warning(codes.UNKNOWN_SCOPE, message, span, f"if '{ref.scope}' is a Python tool, {NO_TOOL_FILES_HINT}")
+
+
+def collect_called_names(node: YNode | None) -> list[str]:
+    """Every `call:` target and `uses:` entry written anywhere inside an agent's YAML."""
+    found: list[str] = []
+    stack = [node] if node is not None else []
+    while stack:
+        current = stack.pop()
+        if isinstance(current, YSeq):
+            stack.extend(current.items)
+        elif isinstance(current, YMap):
+            for key, value in current.pairs:
+                if key.text == "call" and isinstance(value, YScalar):
+                    found.append(value.text.strip())
+                elif key.text == "uses" and isinstance(value, YSeq):
+                    found.extend(i.text.strip() for i in value.items if isinstance(i, YScalar))
+                else:
+                    stack.append(value)
+    return found

@@ -1,0 +1,205 @@
+"""YAML text to located nodes: every scalar, list and mapping knows its file, line and column."""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+import yaml
+
+from frontdesk.diagnostics import DiagnosticBag, Span
+
+from .codes import DUPLICATE_KEY, YAML_SYNTAX
+
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_constructor = yaml.constructor.SafeConstructor()
+
+
+@dataclass
+class YScalar:
+    """A scalar: `text` as written (after YAML unescaping), `style` '' for plain, "'"/'"' quoted, '|'/'>' block."""
+
+    text: str
+    tag: str
+    style: str
+    span: Span
+
+    @property
+    def quoted(self) -> bool:
+        return self.style in ("'", '"')
+
+    @property
+    def plain(self) -> bool:
+        return not self.style
+
+    @property
+    def value(self) -> Any:
+        """The YAML-typed value (int, float, bool, None or str); other types become their text."""
+        if not self.plain:
+            return self.text
+        return typed_scalar(self.text, self.tag)
+
+
+@dataclass
+class YSeq:
+    items: list["YNode"]
+    span: Span
+
+
+@dataclass
+class YMap:
+    """A mapping; `pairs` keeps every key in source order (duplicates dropped after reporting)."""
+
+    pairs: list[tuple[YScalar, "YNode"]]
+    span: Span
+    keys: dict[str, YScalar] = field(default_factory=dict)
+
+    def get(self, key: str) -> "YNode | None":
+        for k, v in self.pairs:
+            if k.text == key:
+                return v
+        return None
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.keys
+
+    def key_names(self) -> list[str]:
+        return [k.text for k, _ in self.pairs]
+
+
+YNode = Union[YScalar, YSeq, YMap]
+
+
+def typed_scalar(text: str, tag: str) -> Any:
+    """Resolve a plain scalar like YAML does (int/float/bool/null/str); dates and the rest stay text."""
+    construct = _constructor.yaml_constructors.get(tag)
+    if construct is None:
+        return text
+    try:
+        value = construct(_constructor, yaml.ScalarNode(tag, text))
+    except Exception:  # noqa: BLE001 - an odd tag or value simply stays text
+        return text
+    if isinstance(value, (datetime.date, datetime.datetime, bytes)) or not isinstance(
+        value, (int, float, bool, str, type(None))
+    ):
+        return text
+    return value
+
+
+def to_python(node: YNode) -> Any:
+    """Plain Python data for a node (used for literal lists and mappings)."""
+    if isinstance(node, YScalar):
+        return node.value
+    if isinstance(node, YSeq):
+        return [to_python(i) for i in node.items]
+    return {k.text: to_python(v) for k, v in node.pairs}
+
+
+def kind_name(node: YNode | None) -> str:
+    if node is None:
+        return "nothing"
+    if isinstance(node, YMap):
+        return "a mapping"
+    if isinstance(node, YSeq):
+        return "a list"
+    if node.plain and node.value is None:
+        return "nothing (null)"
+    return "a text value" if isinstance(node.value, str) else f"a {type(node.value).__name__} value"
+
+
+class _TooLarge(Exception):
+    pass
+
+
+class _Converter:
+    """Turns PyYAML's composed nodes into Y* nodes and reports duplicate keys."""
+
+    max_nodes = 200_000  # guards against alias bombs (`&a [*a, *a, ...]` nested)
+
+    def __init__(self, file: str, bag: DiagnosticBag) -> None:
+        self.file = file
+        self.bag = bag
+        self.depth = 0
+        self.count = 0
+
+    def span(self, node: yaml.Node) -> Span:
+        start, end = node.start_mark, node.end_mark
+        return Span(
+            file=self.file,
+            line=start.line + 1,
+            column=start.column + 1,
+            end_line=end.line + 1,
+            end_column=end.column + 1,
+        )
+
+    def convert(self, node: yaml.Node) -> YNode:
+        self.count += 1
+        if self.count > self.max_nodes:
+            raise _TooLarge()
+        if isinstance(node, yaml.ScalarNode):
+            return YScalar(str(node.value), node.tag, node.style or "", self.span(node))
+        if self.depth > 200:
+            return YScalar("", "tag:yaml.org,2002:null", "", self.span(node))
+        self.depth += 1
+        try:
+            if isinstance(node, yaml.SequenceNode):
+                return YSeq([self.convert(i) for i in node.value], self.span(node))
+            return self.convert_map(node)
+        finally:
+            self.depth -= 1
+
+    def convert_map(self, node: yaml.MappingNode) -> YMap:
+        result = YMap([], self.span(node))
+        for key_node, value_node in node.value:
+            key = self.convert(key_node)
+            if not isinstance(key, YScalar):
+                key = YScalar("<complex key>", "tag:yaml.org,2002:str", "", key.span)
+            if key.text in result.keys:
+                first = result.keys[key.text]
+                self.bag.error(
+                    DUPLICATE_KEY,
+                    f"duplicate key '{key.text}' (first written at line {first.span.line})",
+                    key.span,
+                    hint="YAML keeps only one value per key; merge the two entries or rename one",
+                )
+                continue
+            result.keys[key.text] = key
+            result.pairs.append((key, self.convert(value_node)))
+        return result
+
+
+def compose_yaml(text: str, file: str, bag: DiagnosticBag) -> YNode | None:
+    """Parse YAML text into located nodes; syntax errors become one ADL001 diagnostic and None."""
+    try:
+        root = yaml.compose(text, Loader=_Loader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        span = Span(file=file, line=mark.line + 1, column=mark.column + 1) if mark else Span(file=file)
+        problem = exc.problem or "invalid YAML"
+        context = f" ({exc.context})" if exc.context else ""
+        bag.error(YAML_SYNTAX, f"YAML syntax error: {problem}{context}", span, hint=_yaml_hint(problem))
+        return None
+    except yaml.YAMLError as exc:
+        bag.error(YAML_SYNTAX, f"YAML syntax error: {exc}", Span(file=file, line=1, column=1))
+        return None
+    except RecursionError:
+        bag.error(YAML_SYNTAX, "YAML nesting is too deep", Span(file=file, line=1, column=1))
+        return None
+    if root is None:
+        return None
+    try:
+        return _Converter(file, bag).convert(root)
+    except _TooLarge:
+        bag.error(YAML_SYNTAX, "YAML document is too large (too many nodes or aliases)", Span(file=file, line=1, column=1))
+        return None
+
+
+def _yaml_hint(problem: str) -> str:
+    if "tab" in problem:
+        return "indent with spaces, not tabs"
+    if "mapping values are not allowed" in problem:
+        return "quote text that contains ': ' (for example bot: \"Note: ...\")"
+    if "expected a single document" in problem:
+        return "an ADL program is one YAML document; remove the extra '---'"
+    return "check the indentation and quoting around this position"

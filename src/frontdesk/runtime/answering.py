@@ -1,0 +1,84 @@
+"""The knowledge executor: FAQ answers verbatim, otherwise retrieval plus a grounded answer."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from frontdesk.ir.models import KnowledgeAgent, Program
+from frontdesk.llm.base import LLMError
+from frontdesk.runtime import prompts
+from frontdesk.runtime.context import Outcome, TurnContext
+from frontdesk.runtime.policies import policy_message
+from frontdesk.runtime.state import Frame
+
+NOT_FOUND = "Sorry, I couldn't find information about that."
+
+
+class KnowledgeCache:
+    """Builds each knowledge agent's index once per process, on first use."""
+
+    def __init__(self, program: Program, fetch_urls: bool = True) -> None:
+        self.program = program
+        self.fetch_urls = fetch_urls
+        self._indexes: dict = {}
+        self._lock = threading.Lock()
+
+    def index(self, agent: KnowledgeAgent):
+        from frontdesk.runtime.knowledge import KnowledgeIndex
+
+        with self._lock:
+            if agent.name not in self._indexes:
+                self._indexes[agent.name] = KnowledgeIndex.build(
+                    agent, Path(self.program.root or "."), fetch_urls=self.fetch_urls)
+            return self._indexes[agent.name]
+
+
+class KnowledgeExecutor:
+    def run(self, frame: Frame, ctx: TurnContext) -> Outcome:
+        from frontdesk.runtime.knowledge import NO_ANSWER, build_answer_request
+
+        agent: KnowledgeAgent = ctx.program.agents[frame.agent]  # type: ignore[assignment]
+        question = frame.pending_input or ctx.last_user_message()
+        frame.pending_input = None
+        index = ctx.knowledge.index(agent)
+        if not frame.started:
+            frame.started = True
+            for problem in index.problems:
+                ctx.log.emit("warning", agent.name, where="knowledge sources", message=problem)
+        faq = index.match_faq(question)
+        if faq is not None:
+            entry, score = faq
+            ctx.log.emit("condition_evaluated", agent.name, condition=f"FAQ: {entry.q}", result=True,
+                         by="faq match", score=round(score, 3))
+            ctx.say(agent.name, entry.a, frame)
+            return Outcome.done("success", "answered from the FAQ")
+        passages = index.search(question)
+        ctx.log.emit("step", agent.name, action="retrieve", question=question,
+                     passages=[{"source": p.source, "score": round(p.score, 3)} for p in passages])
+        if not passages:
+            return self._no_answer(agent, frame, ctx, "no passage matches the question")
+        window = ctx.program.settings.history_window
+        request = build_answer_request(question, passages, prompts.history_messages(ctx.state.history[:-1], 6)
+                                       if window else [], agent)
+        try:
+            response = ctx.complete(request, agent.name)
+        except LLMError as exc:
+            ctx.log.emit("error", agent.name, where="knowledge answer", message=str(exc))
+            ctx.say(agent.name, "Here is what I found: " + passages[0].text.strip(), frame)
+            return Outcome.done("success", "answered with the best passage (no LLM)")
+        answer = (response.content or "").strip()
+        if not answer or NO_ANSWER in answer:
+            return self._no_answer(agent, frame, ctx, "the sources do not answer the question")
+        ctx.say(agent.name, answer, frame)
+        return Outcome.done("success", "answered from the sources")
+
+    def child_finished(self, frame: Frame, child: Frame, outcome: Outcome, ctx: TurnContext) -> None:
+        pass
+
+    def _no_answer(self, agent: KnowledgeAgent, frame: Frame, ctx: TurnContext, reason: str) -> Outcome:
+        ctx.log.emit("fallback", agent.name, reason=reason,
+                     policy=agent.fallback.model_dump() if agent.fallback else None)
+        text = policy_message(agent.fallback) if agent.fallback and agent.fallback.kind == "text" else NOT_FOUND
+        ctx.say(agent.name, text, frame)
+        return Outcome.done("error", reason)

@@ -1,0 +1,194 @@
+"""The turn context: what executors may read and change during one turn, and how."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from frontdesk.expr import evaluate, format_value, render_template
+from frontdesk.ir.models import Expr, FlowAgent, Program, Ref, Template
+from frontdesk.llm.base import LLM, LLMError, LLMRequest, LLMResponse
+from frontdesk.runtime.events import EventLog
+from frontdesk.runtime.state import Frame, HistoryItem, SessionState
+from frontdesk.runtime.tools import ToolResult, ToolRunner
+
+STATUS_KEY = "__status"
+MESSAGE_KEY = "__message"
+PSEUDO_ARGS = ("success", "error", "status", "message")
+
+NO_LLM_MESSAGE = (
+    "no LLM is configured: set FRONTDESK_LLM_BASE_URL (and FRONTDESK_LLM_API_KEY, FRONTDESK_LLM_MODEL) "
+    "for an OpenAI-compatible endpoint, or replay a script with --script"
+)
+
+
+@dataclass
+class Outcome:
+    """What an executor's run left the frame in."""
+
+    kind: Literal["wait", "done", "push", "hand_back", "switch"]
+    status: str = "success"
+    message: str = ""
+    frame: Frame | None = None  # for push
+    target: str | None = None  # for switch
+
+    @staticmethod
+    def wait() -> "Outcome":
+        return Outcome("wait")
+
+    @staticmethod
+    def done(status: str = "success", message: str = "") -> "Outcome":
+        return Outcome("done", status=status, message=message)
+
+    @staticmethod
+    def push(frame: Frame) -> "Outcome":
+        return Outcome("push", frame=frame)
+
+
+@dataclass
+class BotMessage:
+    agent: str | None
+    text: str
+
+
+@dataclass
+class TurnContext:
+    program: Program
+    state: SessionState
+    llm: LLM | None
+    tools: ToolRunner
+    log: EventLog
+    aliases: dict[tuple[str, str], tuple[str, str]]
+    knowledge: Any  # KnowledgeCache
+    said: list[BotMessage] = field(default_factory=list)
+
+    # ---- records -------------------------------------------------------------------
+
+    def _slot(self, scope: str, name: str) -> tuple[str, str]:
+        seen = 0
+        key = (scope, name)
+        while key in self.aliases and seen < 8:
+            key = self.aliases[key]
+            seen += 1
+        return key
+
+    def record_key(self, scope: str, agent: str | None) -> str:
+        """Records of a subflow are kept per agent: `agent/subflow`."""
+        if agent and scope not in self.program.agents:
+            owner = self.program.agents.get(agent)
+            if isinstance(owner, FlowAgent) and scope in owner.graph.subflows:
+                return f"{agent}/{scope}"
+        return scope
+
+    def read(self, ref: Ref, agent: str | None = None) -> Any:
+        scope = self.record_key(ref.scope, agent)
+        if ref.name in PSEUDO_ARGS:
+            rec = self.state.records.get(scope, {})
+            status = rec.get(STATUS_KEY)
+            if ref.name == "success":
+                return status == "success"
+            if ref.name == "error":
+                return status == "error"
+            if ref.name == "message":
+                return rec.get("message", rec.get(MESSAGE_KEY))
+            if ref.name == "status":
+                return rec["status"] if "status" in rec else status
+        scope, name = self._slot(scope, ref.name)
+        return self.state.records.get(scope, {}).get(name)
+
+    def write(self, scope: str, name: str, value: Any, agent: str | None = None, why: str = "") -> None:
+        scope, name = self._slot(self.record_key(scope, agent), name)
+        rec = self.state.records.setdefault(scope, {})
+        if rec.get(name) != value or name not in rec:
+            rec[name] = value
+            self.log.emit("arg_set", agent, scope=scope, name=name, value=value, why=why)
+
+    def set_status(self, scope: str, status: str, message: str = "") -> None:
+        rec = self.state.records.setdefault(scope, {})
+        rec[STATUS_KEY] = status
+        rec[MESSAGE_KEY] = message
+
+    def clear_status(self, scope: str) -> None:
+        rec = self.state.records.setdefault(scope, {})
+        rec.pop(STATUS_KEY, None)
+        rec.pop(MESSAGE_KEY, None)
+
+    def values(self, agent: str) -> dict[str, Any]:
+        a = self.program.agents[agent]
+        return {name: self.read(Ref(scope=agent, name=name), agent) for name in a.arg_names()}
+
+    def eval(self, expr: Expr, agent: str) -> Any:
+        return evaluate(expr, lambda ref: self.read(ref, agent))
+
+    def render(self, template: Template, agent: str) -> str:
+        return render_template(template, lambda ref: self.read(ref, agent))
+
+    # ---- conversation --------------------------------------------------------------
+
+    def say(self, agent: str | None, text: str, frame: Frame | None = None) -> None:
+        text = text.strip()
+        if not text:
+            return
+        self.said.append(BotMessage(agent, text))
+        self.state.history.append(HistoryItem(role="bot", text=text, agent=agent, turn=self.state.turn))
+        self.log.emit("bot_message", agent, text=text)
+        if frame is not None:
+            frame.last_prompt = text
+            frame.said_since_start = True
+
+    def last_user_message(self) -> str:
+        for item in reversed(self.state.history):
+            if item.role == "user":
+                return item.text
+        return ""
+
+    # ---- side effects --------------------------------------------------------------
+
+    def complete(self, request: LLMRequest, agent: str | None) -> LLMResponse:
+        """Make an LLM call, recording it (prompt, answer, tokens) as an event."""
+        if self.llm is None:
+            self.log.emit("llm_call", agent, purpose=request.purpose, error=NO_LLM_MESSAGE)
+            raise LLMError(NO_LLM_MESSAGE)
+        prompt = [m.model_dump(exclude_none=True, exclude_defaults=True) for m in request.messages]
+        try:
+            response = self.llm.complete(request)
+        except LLMError as exc:
+            self.log.emit("llm_call", agent, purpose=request.purpose, provider=self.llm.name,
+                          messages=prompt, tools=[t.name for t in request.tools], error=str(exc))
+            raise
+        self.state.tokens["prompt"] += response.usage.prompt_tokens
+        self.state.tokens["completion"] += response.usage.completion_tokens
+        self.state.tokens["calls"] += 1
+        self.log.emit(
+            "llm_call", agent, purpose=request.purpose, provider=self.llm.name, model=response.model,
+            messages=prompt, tools=[t.name for t in request.tools],
+            response={"content": response.content,
+                      "tool_calls": [c.model_dump() for c in response.tool_calls]},
+            prompt_tokens=response.usage.prompt_tokens, completion_tokens=response.usage.completion_tokens,
+        )
+        return response
+
+    def call_tool(self, tool: str, args: dict[str, Any], caller: str | None, frame: Frame | None) -> ToolResult:
+        self.log.emit("tool_called", caller, tool=tool, args=args)
+        result = self.tools.call(tool, args)
+        self.log.emit("tool_result", caller, tool=tool, status=result.status, message=result.message,
+                      args=result.args, bot=result.bot, error=result.error)
+        rec = self.state.records.setdefault(tool, {})
+        rec.update(result.args)
+        self.set_status(tool, result.status, result.message)
+        rec["message"] = result.message
+        caller_agent = self.program.agents.get(caller) if caller else None
+        if caller_agent is not None:
+            own = set(caller_agent.arg_names())
+            for name, value in result.args.items():
+                if name in own:
+                    self.write(caller, name, value, caller, why=f"returned by {tool}")
+        for line in result.bot:
+            self.say(caller, line, frame)
+        if result.error:
+            self.log.emit("error", caller, where=f"tool {tool}", message=result.error)
+        return result
+
+
+def value_text(value: Any) -> str:
+    return format_value(value)

@@ -1,0 +1,178 @@
+"""The turn engine: loads a session, delivers a user message, drives the agents, stores the result."""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from dataclasses import dataclass, field
+from typing import Callable
+
+from frontdesk.ir.models import Program, RouterAgent
+from frontdesk.llm.base import LLM
+from frontdesk.runtime.answering import KnowledgeCache, KnowledgeExecutor
+from frontdesk.runtime.context import BotMessage, Outcome, TurnContext
+from frontdesk.runtime.events import Event, EventLog
+from frontdesk.runtime.flow import FlowExecutor
+from frontdesk.runtime.policies import new_frame
+from frontdesk.runtime.reasoning import ReasoningExecutor
+from frontdesk.runtime.routing import RouterExecutor
+from frontdesk.runtime.state import Frame, HistoryItem, SessionState
+from frontdesk.runtime.tools import PythonToolRunner, ToolRunner
+from frontdesk.store.base import SessionStore
+
+MAX_TRANSITIONS_PER_TURN = 1000
+LOOP_APOLOGY = "Sorry, I got stuck. Let's start over: how can I help you?"
+
+
+class SessionNotFound(LookupError):
+    pass
+
+
+@dataclass
+class TurnResult:
+    session_id: str
+    messages: list[BotMessage] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
+    ended: bool = False
+    active_agent: str | None = None
+
+
+def program_digest(program: Program) -> str:
+    return hashlib.sha256(program.model_dump_json().encode()).hexdigest()[:16]
+
+
+def binding_aliases(program: Program) -> dict[tuple[str, str], tuple[str, str]]:
+    """Two-way (`ref`) bindings make a member's argument another name for the router's."""
+    aliases: dict[tuple[str, str], tuple[str, str]] = {}
+    for agent in program.agents.values():
+        if isinstance(agent, RouterAgent):
+            for member in agent.members:
+                for b in member.bindings:
+                    if b.two_way:
+                        aliases.setdefault((member.agent, b.member_arg), (agent.name, b.router_arg))
+    return aliases
+
+
+class Engine:
+    """Runs conversations of one program. Everything it remembers between turns is in the store."""
+
+    def __init__(self, program: Program, llm: LLM | None, store: SessionStore,
+                 tools: ToolRunner | None = None, clock: Callable[[], float] | None = None,
+                 fetch_urls: bool = True, listener: Callable[[Event], None] | None = None) -> None:
+        self.program = program
+        self.llm = llm
+        self.store = store
+        self.tools = tools or PythonToolRunner(program)
+        self.clock = clock
+        self.listener = listener
+        self.knowledge = KnowledgeCache(program, fetch_urls=fetch_urls)
+        self.aliases = binding_aliases(program)
+        self.digest = program_digest(program)
+        self.executors = {
+            "flow": FlowExecutor(),
+            "reasoning": ReasoningExecutor(),
+            "router": RouterExecutor(),
+            "knowledge": KnowledgeExecutor(),
+        }
+
+    # ---- public API ----------------------------------------------------------------
+
+    def start(self, session_id: str | None = None, program_label: str = "") -> TurnResult:
+        """Create a session and run the program until it first waits for the user."""
+        session_id = session_id or uuid.uuid4().hex[:12]
+        state = SessionState(session_id=session_id, program=program_label, program_digest=self.digest)
+        ctx = self._context(state)
+        ctx.log.emit("session_started", None, program=program_label, entry=self.program.entry)
+        state.stack.append(new_frame(ctx, self.program.entry))
+        ctx.log.emit("agent_started", self.program.entry, by="session")
+        return self._finish(ctx)
+
+    def send(self, session_id: str, text: str) -> TurnResult:
+        raw = self.store.load(session_id)
+        if raw is None:
+            raise SessionNotFound(f"no session {session_id!r}")
+        state = SessionState.model_validate(raw)
+        state.turn += 1
+        ctx = self._context(state)
+        text = text.strip()
+        state.history.append(HistoryItem(role="user", text=text, turn=state.turn))
+        ctx.log.emit("user_message", None, text=text)
+        if state.ended or not state.stack:
+            ctx.log.emit("warning", None, message="the conversation has ended; start a new session")
+            return self._finish(ctx)
+        state.stack[-1].pending_input = text
+        return self._finish(ctx)
+
+    def load_state(self, session_id: str) -> SessionState | None:
+        raw = self.store.load(session_id)
+        return SessionState.model_validate(raw) if raw is not None else None
+
+    # ---- the loop ------------------------------------------------------------------
+
+    def _context(self, state: SessionState) -> TurnContext:
+        log = EventLog(state.event_seq, state.turn, clock=self.clock, listener=self.listener)
+        return TurnContext(program=self.program, state=state, llm=self.llm, tools=self.tools, log=log,
+                           aliases=self.aliases, knowledge=self.knowledge)
+
+    def _finish(self, ctx: TurnContext) -> TurnResult:
+        self._drive(ctx)
+        state = ctx.state
+        state.event_seq = ctx.log.next_seq
+        self.store.save(state.session_id, state.model_dump(mode="json"))
+        self.store.append_events(state.session_id, [e.model_dump(mode="json") for e in ctx.log.events])
+        active = next((f.agent for f in reversed(state.stack) if f.graph == "main"), None)
+        return TurnResult(state.session_id, ctx.said, ctx.log.events, state.ended, active)
+
+    def _drive(self, ctx: TurnContext) -> None:
+        stack = ctx.state.stack
+        for _ in range(MAX_TRANSITIONS_PER_TURN):
+            if not stack:
+                if not ctx.state.ended:
+                    ctx.state.ended = True
+                    ctx.log.emit("session_ended", None)
+                return
+            frame = stack[-1]
+            outcome = self.executors[frame.kind].run(frame, ctx)
+            if outcome.kind == "wait":
+                return
+            if outcome.kind == "push":
+                assert outcome.frame is not None
+                stack.append(outcome.frame)
+                if outcome.frame.graph == "main" and not outcome.frame.started:
+                    ctx.log.emit("agent_started", outcome.frame.agent, by=frame.agent)
+                continue
+            stack.pop()
+            self._finished(frame, outcome, ctx)
+            if stack:
+                parent = stack[-1]
+                self.executors[parent.kind].child_finished(parent, frame, outcome, ctx)
+                if outcome.kind == "done" and frame.graph == "main":
+                    self._apply_exit(frame, outcome, ctx)
+        ctx.log.emit("error", None, where="engine",
+                     message=f"{MAX_TRANSITIONS_PER_TURN} agent transitions in one turn: agents keep calling each other")
+        ctx.say(None, LOOP_APOLOGY)
+        while len(stack) > 1 and stack[-1].kind != "router":
+            stack.pop()
+        if stack:
+            stack[-1].pending_input = None
+            stack[-1].waiting = True
+
+    def _finished(self, frame: Frame, outcome: Outcome, ctx: TurnContext) -> None:
+        if frame.graph == "setup":
+            return
+        if outcome.kind == "done":
+            ctx.set_status(frame.agent, outcome.status, outcome.message)
+            ctx.log.emit("agent_finished", frame.agent, status=outcome.status, message=outcome.message)
+        elif outcome.kind == "hand_back":
+            ctx.log.emit("agent_finished", frame.agent, status="handed_back", message=outcome.message)
+        # a switch suspends the frame; the router records it
+
+    def _apply_exit(self, frame: Frame, outcome: Outcome, ctx: TurnContext) -> None:
+        agent = self.program.agents[frame.agent]
+        policy = agent.exit
+        if policy is None or policy.kind == "default" or outcome.status != "success":
+            return
+        if policy.kind == "agent" and policy.value in self.program.agents:
+            ctx.log.emit("step", frame.agent, action="exit policy", agent=policy.value)
+            ctx.state.stack.append(new_frame(ctx, policy.value))
+            ctx.log.emit("agent_started", policy.value, by=f"exit policy of {frame.agent}")

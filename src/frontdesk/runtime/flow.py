@@ -1,0 +1,319 @@
+"""The flow executor: runs a step graph node by node, waiting at `user` steps."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+from frontdesk.expr import EvalError, collect_refs, template_refs
+from frontdesk.ir.models import (
+    AssignNode,
+    BranchNode,
+    ClaimsCondition,
+    ExprCondition,
+    FlowAgent,
+    InvokeNode,
+    JumpNode,
+    ListenNode,
+    ReturnNode,
+    SayNode,
+    StepGraph,
+)
+from frontdesk.llm.base import LLMError
+from frontdesk.runtime import prompts
+from frontdesk.runtime.context import Outcome, TurnContext
+from frontdesk.runtime.policies import apply_fallback, new_frame
+from frontdesk.runtime.state import Frame
+
+MAX_STEPS_PER_RUN = 500
+
+
+def graph_of(ctx: TurnContext, frame: Frame) -> StepGraph | None:
+    agent = ctx.program.agents[frame.agent]
+    if frame.graph == "setup":
+        return agent.setup
+    return agent.graph if isinstance(agent, FlowAgent) else None
+
+
+class FlowExecutor:
+    def run(self, frame: Frame, ctx: TurnContext) -> Outcome:
+        graph = graph_of(ctx, frame)
+        if graph is None:
+            return Outcome.done()
+        if not frame.started:
+            frame.started = True
+            frame.node = graph.entry
+        for _ in range(MAX_STEPS_PER_RUN):
+            if frame.node is None:
+                if frame.returns:
+                    self._end_subflow(frame, ctx, "success", "")
+                    continue
+                return Outcome.done()
+            node = graph.nodes[frame.node]
+            outcome = self._step(node, frame, ctx, graph)
+            if outcome is not None:
+                return outcome
+        ctx.log.emit("error", frame.agent, where="flow",
+                     message=f"the flow ran {MAX_STEPS_PER_RUN} steps without waiting for the user; "
+                             "is there a loop without a `user` step or `tries`?")
+        return Outcome.done("error", "flow step limit reached")
+
+    def child_finished(self, frame: Frame, child: Frame, outcome: Outcome, ctx: TurnContext) -> None:
+        graph = graph_of(ctx, frame)
+        node = graph.nodes.get(frame.node) if graph and frame.node else None
+        if isinstance(node, InvokeNode) and node.target == child.agent:
+            frame.node = node.next
+        elif isinstance(node, ListenNode):
+            frame.waiting = False  # after a fallback agent: listen again
+
+    # ---- steps ---------------------------------------------------------------------
+
+    def _step(self, node, frame: Frame, ctx: TurnContext, graph: StepGraph) -> Outcome | None:
+        agent = frame.agent
+        if isinstance(node, SayNode):
+            ctx.say(agent, ctx.render(node.text, agent), frame)
+            frame.node = node.next
+        elif isinstance(node, ListenNode):
+            return self._listen(node, frame, ctx, graph)
+        elif isinstance(node, AssignNode):
+            for a in node.assignments:
+                value = self._eval(a.value, frame, ctx)
+                ctx.write(a.target.scope, a.target.name, value, agent, why="set")
+            frame.node = node.next
+        elif isinstance(node, InvokeNode):
+            return self._invoke(node, frame, ctx, graph)
+        elif isinstance(node, BranchNode):
+            return self._branch(node, frame, ctx, graph)
+        elif isinstance(node, JumpNode):
+            return self._jump(node, frame, ctx)
+        elif isinstance(node, ReturnNode):
+            if frame.returns:
+                self._end_subflow(frame, ctx, node.status, node.message)
+            else:
+                return Outcome.done(node.status, node.message)
+        return None
+
+    def _eval(self, expr, frame: Frame, ctx: TurnContext) -> Any:
+        try:
+            return ctx.eval(expr, frame.agent)
+        except EvalError as exc:
+            ctx.log.emit("warning", frame.agent, where=frame.node, message=str(exc))
+            return None
+
+    def _end_subflow(self, frame: Frame, ctx: TurnContext, status: str, message: str) -> None:
+        name = frame.subflow_calls.pop() if frame.subflow_calls else None
+        if name:
+            ctx.set_status(ctx.record_key(name, frame.agent), status, message)
+        frame.node = frame.returns.pop()
+
+    def _listen(self, node: ListenNode, frame: Frame, ctx: TurnContext, graph: StepGraph) -> Outcome | None:
+        frame.last_listen = node.id
+        if frame.pending_input is None or (frame.said_since_start and not frame.waiting):
+            # A message that started this agent is not an answer to a question it asked since.
+            frame.pending_input = None
+            frame.waiting = True
+            return Outcome.wait()
+        frame.pending_input = None
+        frame.waiting = False
+        frame.decisions.clear()
+        outcome = self._understand(node, frame, ctx, graph)
+        if outcome is not None:
+            return outcome
+        frame.node = node.next
+        return None
+
+    def _understand(self, node: ListenNode, frame: Frame, ctx: TurnContext, graph: StepGraph) -> Outcome | None:
+        """One call, only when needed: the claims choice ahead, topic switches, and arguments the flow reads."""
+        branch = claims_branch_after(graph, node.next)
+        values = ctx.values(frame.agent)
+        extract = [n for n in args_read_after(graph, node.id, frame.agent) if values.get(n) is None]
+        if branch is None and not extract:
+            return None
+        agent = ctx.program.agents[frame.agent]
+        choices = claims_choices(branch) if branch else []
+        switches = switch_candidates(ctx, frame) if branch else []
+        request = prompts.understand_request(agent, choices, switches, extract, ctx.state.history,
+                                             ctx.program.settings.history_window)
+        try:
+            response = ctx.complete(request, frame.agent)
+        except LLMError as exc:
+            ctx.log.emit("error", frame.agent, where="understand", message=str(exc))
+            if branch:
+                frame.decisions[branch.id] = prompts.NONE_CHOICE
+            return None
+        call = response.tool_calls[0].arguments if response.tool_calls else {}
+        args = call.get("args") or {}
+        if isinstance(args, dict):
+            for name, value in args.items():
+                if name in extract and value not in (None, ""):
+                    ctx.write(frame.agent, name, value, frame.agent, why="extracted from the user's message")
+            ctx.log.emit("args_extracted", frame.agent, args={k: v for k, v in args.items() if k in extract})
+        if branch is None:
+            return None
+        choice = str(call.get("choice", prompts.NONE_CHOICE))
+        if choice.startswith("switch:") and choice[7:] in {s.name for s in switches}:
+            frame.waiting = True  # resume here, at the question, after the other agent
+            ctx.log.emit("route_decided", frame.agent, agent=choice[7:], by="understand",
+                         reason="the user changed topic")
+            return Outcome("switch", target=choice[7:])
+        frame.decisions[branch.id] = choice if choice in {k for k, _ in choices} else prompts.NONE_CHOICE
+        return None
+
+    def _invoke(self, node: InvokeNode, frame: Frame, ctx: TurnContext, graph: StepGraph) -> Outcome | None:
+        args = {a.name: self._eval(a.value, frame, ctx) for a in node.args}
+        if node.target_kind == "tool":
+            ctx.call_tool(node.target, args, frame.agent, frame)
+            frame.node = node.next
+            return None
+        if node.target_kind == "subflow":
+            frame.returns.append(node.next)
+            frame.subflow_calls.append(node.target)
+            ctx.clear_status(ctx.record_key(node.target, frame.agent))
+            frame.node = graph.subflows.get(node.target)
+            return None
+        for name, value in args.items():
+            ctx.write(node.target, name, value, frame.agent, why=f"argument of call from {frame.agent}")
+        child = new_frame(ctx, node.target)
+        return Outcome.push(child)
+
+    def _branch(self, node: BranchNode, frame: Frame, ctx: TurnContext, graph: StepGraph) -> Outcome | None:
+        decision = frame.decisions.pop(node.id, None)
+        has_claims = any(isinstance(c.condition, ClaimsCondition) for c in node.cases)
+        if has_claims and decision is None:
+            decision = self._decide_claims(node, frame, ctx)
+        for index, case in enumerate(node.cases, start=1):
+            cond = case.condition
+            if isinstance(cond, ExprCondition):
+                value = self._eval(cond.expr, frame, ctx)
+                result = bool(value) if not isinstance(value, str) else value != ""
+                ctx.log.emit("condition_evaluated", frame.agent, node=node.id, condition=cond.source,
+                             result=result, by="expression")
+            else:
+                result = decision == str(index)
+                ctx.log.emit("condition_evaluated", frame.agent, node=node.id, condition=cond.source,
+                             result=result, by="llm", choice=decision)
+            if result:
+                frame.fallbacks = 0
+                frame.node = case.target
+                return None
+        if node.otherwise is not None:
+            frame.node = node.otherwise
+            return None
+        if has_claims and frame.last_listen:
+            return apply_fallback(ctx, frame, reason="no condition matched the user's message")
+        frame.node = node.next
+        return None
+
+    def _decide_claims(self, node: BranchNode, frame: Frame, ctx: TurnContext) -> str:
+        agent = ctx.program.agents[frame.agent]
+        request = prompts.understand_request(agent, claims_choices(node), [], [], ctx.state.history,
+                                             ctx.program.settings.history_window)
+        try:
+            response = ctx.complete(request, frame.agent)
+        except LLMError as exc:
+            ctx.log.emit("error", frame.agent, where="condition", message=str(exc))
+            return prompts.NONE_CHOICE
+        call = response.tool_calls[0].arguments if response.tool_calls else {}
+        return str(call.get("choice", prompts.NONE_CHOICE))
+
+    def _jump(self, node: JumpNode, frame: Frame, ctx: TurnContext) -> Outcome | None:
+        taken = frame.tries.get(node.id, 0)
+        if node.tries is not None and taken >= node.tries:
+            ctx.log.emit("tries_exhausted", frame.agent, node=node.id, target=node.target_name, tries=node.tries)
+            frame.node = node.next
+            if node.next is None and not frame.returns:
+                return apply_fallback(ctx, frame, reason=f"gave up after {node.tries} tries", final=True)
+            return None
+        frame.tries[node.id] = taken + 1
+        ctx.log.emit("jump", frame.agent, node=node.id, target=node.target_name, taken=taken + 1)
+        frame.node = node.target
+        return None
+
+
+# ---- static helpers over the step graph ---------------------------------------------
+
+
+def claims_choices(branch: BranchNode) -> list[tuple[str, list[str]]]:
+    return [
+        (str(i), case.condition.examples)
+        for i, case in enumerate(branch.cases, start=1)
+        if isinstance(case.condition, ClaimsCondition)
+    ]
+
+
+def claims_branch_after(graph: StepGraph, node_id: str | None) -> BranchNode | None:
+    """The claims branch the flow reaches right after a `user` step, through say/set steps only."""
+    seen = set()
+    while node_id is not None and node_id not in seen:
+        seen.add(node_id)
+        node = graph.nodes[node_id]
+        if isinstance(node, BranchNode):
+            if any(isinstance(c.condition, ClaimsCondition) for c in node.cases):
+                return node
+            return None
+        if not isinstance(node, (SayNode, AssignNode)):
+            return None
+        node_id = node.next
+    return None
+
+
+def args_read_after(graph: StepGraph, listen_id: str, agent: str) -> list[str]:
+    return list(_args_read_after(graph.model_dump_json(), listen_id, agent))
+
+
+@lru_cache(maxsize=512)
+def _args_read_after(graph_json: str, listen_id: str, agent: str) -> tuple[str, ...]:
+    """Own arguments the flow reads between this `user` step and the next, not set on the way."""
+    graph = StepGraph.model_validate_json(graph_json)
+    read: list[str] = []
+    assigned: set[str] = set()
+    stack = [graph.nodes[listen_id].next]
+    seen: set[str] = set()
+    while stack:
+        nid = stack.pop()
+        if nid is None or nid in seen:
+            continue
+        seen.add(nid)
+        node = graph.nodes[nid]
+        refs = []
+        if isinstance(node, ListenNode):
+            continue
+        if isinstance(node, SayNode):
+            refs = template_refs(node.text)
+        elif isinstance(node, AssignNode):
+            for a in node.assignments:
+                refs += collect_refs(a.value)
+                if a.target.scope == agent:
+                    assigned.add(a.target.name)
+        elif isinstance(node, InvokeNode):
+            for a in node.args:
+                refs += collect_refs(a.value)
+            if node.target_kind == "subflow":
+                stack.append(graph.subflows.get(node.target))
+        elif isinstance(node, BranchNode):
+            for c in node.cases:
+                if isinstance(c.condition, ExprCondition):
+                    refs += collect_refs(c.condition.expr)
+                stack.append(c.target)
+            stack.append(node.otherwise)
+        elif isinstance(node, JumpNode):
+            stack.append(node.target)
+        for r in refs:
+            if r.scope == agent and r.name not in assigned and r.name not in read:
+                read.append(r.name)
+        stack.append(node.next)
+    return tuple(read)
+
+
+def switch_candidates(ctx: TurnContext, frame: Frame):
+    """Other members of the router this frame was started by: where a topic switch may go."""
+    from frontdesk.ir.models import RouterAgent
+
+    stack = ctx.state.stack
+    if len(stack) < 2 or stack[-1] is not frame or stack[-2].kind != "router":
+        return []
+    router = ctx.program.agents.get(stack[-2].agent)
+    if not isinstance(router, RouterAgent):
+        return []
+    return [ctx.program.agents[m.agent] for m in router.members
+            if m.agent != frame.agent and m.agent in ctx.program.agents]

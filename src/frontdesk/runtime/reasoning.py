@@ -1,0 +1,100 @@
+"""The reasoning executor: an LLM agent in a tool-calling loop that fills its arguments."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from frontdesk.ir.models import ReasoningAgent
+from frontdesk.llm.base import ChatMessage, LLMError, ToolCall
+from frontdesk.runtime import prompts
+from frontdesk.runtime.context import Outcome, TurnContext
+from frontdesk.runtime.policies import setup_frame
+from frontdesk.runtime.state import Frame
+
+APOLOGY = "Sorry, something went wrong on my side. Let's try that again in a moment."
+
+
+class ReasoningExecutor:
+    def run(self, frame: Frame, ctx: TurnContext) -> Outcome:
+        agent: ReasoningAgent = ctx.program.agents[frame.agent]  # type: ignore[assignment]
+        if not frame.started:
+            frame.started = True
+            window = ctx.program.settings.history_window
+            frame.messages = [m.model_dump(exclude_none=True) for m in prompts.history_messages(
+                ctx.state.history[:-1] if frame.pending_input else ctx.state.history, window)]
+            if agent.setup is not None:
+                return Outcome.push(setup_frame(agent))
+        if frame.pending_input is not None:
+            frame.messages.append({"role": "user", "content": frame.pending_input})
+            frame.pending_input = None
+        elif frame.waiting:
+            return Outcome.wait()
+        frame.waiting = False
+        return self._loop(agent, frame, ctx)
+
+    def child_finished(self, frame: Frame, child: Frame, outcome: Outcome, ctx: TurnContext) -> None:
+        pass
+
+    def _loop(self, agent: ReasoningAgent, frame: Frame, ctx: TurnContext) -> Outcome:
+        for _ in range(agent.max_iterations):
+            messages = [ChatMessage.model_validate(m) for m in frame.messages]
+            request = prompts.reasoning_request(agent, ctx.values(agent.name), messages, ctx.program.tools)
+            try:
+                response = ctx.complete(request, agent.name)
+            except LLMError as exc:
+                ctx.log.emit("error", agent.name, where="reasoning", message=str(exc))
+                ctx.say(agent.name, APOLOGY, frame)
+                return Outcome.done("error", f"LLM call failed: {exc}")
+            frame.messages.append(ChatMessage(role="assistant", content=response.content,
+                                              tool_calls=response.tool_calls).model_dump(exclude_none=True))
+            if not response.tool_calls:
+                ctx.say(agent.name, response.content or "", frame)
+                frame.waiting = True
+                return Outcome.wait()
+            finish: dict[str, Any] | None = None
+            hand_back: dict[str, Any] | None = None
+            for call in response.tool_calls:
+                content = self._tool(call, agent, frame, ctx)
+                if call.name == prompts.FINISH_TOOL:
+                    finish = call.arguments
+                elif call.name == prompts.HAND_BACK_TOOL:
+                    hand_back = call.arguments
+                frame.messages.append({"role": "tool", "tool_call_id": call.id, "name": call.name,
+                                       "content": content})
+            if response.content:
+                ctx.say(agent.name, response.content, frame)
+            if hand_back is not None:
+                return Outcome("hand_back", message=str(hand_back.get("reason", "")))
+            if finish is not None:
+                status = "error" if str(finish.get("status", "success")) == "error" else "success"
+                return Outcome.done(status, str(finish.get("message", "")))
+        ctx.log.emit("error", agent.name, where="reasoning",
+                     message=f"no answer after {agent.max_iterations} model calls")
+        ctx.say(agent.name, APOLOGY, frame)
+        return Outcome.done("error", "iteration limit reached")
+
+    def _tool(self, call: ToolCall, agent: ReasoningAgent, frame: Frame, ctx: TurnContext) -> str:
+        if call.name == prompts.SET_ARGS_TOOL:
+            known = set(agent.arg_names())
+            updated = []
+            for name, value in call.arguments.items():
+                if name in known:
+                    ctx.write(agent.name, name, value, agent.name, why="set by the model")
+                    updated.append(name)
+            ignored = [n for n in call.arguments if n not in known]
+            return "recorded " + (", ".join(updated) or "nothing") + (
+                f"; unknown arguments ignored: {', '.join(ignored)}" if ignored else "")
+        if call.name in (prompts.FINISH_TOOL, prompts.HAND_BACK_TOOL):
+            return "ok"
+        if call.name not in agent.tools or call.name not in ctx.program.tools:
+            ctx.log.emit("error", agent.name, where="reasoning",
+                         message=f"the model called {call.name}, which {agent.name} does not use")
+            return f"error: there is no tool named {call.name}; available: {', '.join(agent.tools) or 'none'}"
+        args = dict(call.arguments)
+        values = ctx.values(agent.name)
+        for param in ctx.program.tools[call.name].params:
+            # Arguments the agent already knows fill parameters the model left out.
+            if param.name not in args and values.get(param.name) is not None:
+                args[param.name] = values[param.name]
+        result = ctx.call_tool(call.name, args, agent.name, frame)
+        return result.for_model()

@@ -1,0 +1,132 @@
+"""Tests of bot message templates: parsing `${...}` holes, rendering and format_value."""
+
+from __future__ import annotations
+
+import pytest
+
+from frontdesk.expr import (
+    TemplateSyntaxError,
+    format_value,
+    parse_template,
+    render_template,
+    template_refs,
+)
+from frontdesk.ir.models import Ref, RefPart, Template, TextPart
+
+AGENT = "greeting"
+
+
+def test_both_reference_forms():
+    template = parse_template("Hello, ${user}! or ${get_user_name.user_name}!", AGENT)
+    assert template == Template(
+        source="Hello, ${user}! or ${get_user_name.user_name}!",
+        parts=[
+            TextPart(text="Hello, "),
+            RefPart(ref=Ref(scope=AGENT, name="user")),
+            TextPart(text="! or "),
+            RefPart(ref=Ref(scope="get_user_name", name="user_name")),
+            TextPart(text="!"),
+        ],
+    )
+
+
+def test_whitespace_inside_braces():
+    template = parse_template("${ user }${  shop . city  }", AGENT)
+    assert template.parts == [
+        RefPart(ref=Ref(scope=AGENT, name="user")),
+        RefPart(ref=Ref(scope="shop", name="city")),
+    ]
+
+
+def test_plain_text_and_empty_text():
+    assert parse_template("No holes here.", AGENT).parts == [TextPart(text="No holes here.")]
+    assert parse_template("", AGENT).parts == []
+
+
+def test_literal_dollar():
+    template = parse_template("Costs $5, or $${price} {x} $", AGENT)
+    assert template.parts == [
+        TextPart(text="Costs $5, or $"),
+        RefPart(ref=Ref(scope=AGENT, name="price")),
+        TextPart(text=" {x} $"),
+    ]
+
+
+def test_unicode_names():
+    assert template_refs(parse_template("${café}", AGENT)) == [Ref(scope=AGENT, name="café")]
+
+
+def test_template_refs_in_order():
+    template = parse_template("${a} ${b.c} ${a}", AGENT)
+    assert template_refs(template) == [
+        Ref(scope=AGENT, name="a"),
+        Ref(scope="b", name="c"),
+        Ref(scope=AGENT, name="a"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "column", "message"),
+    [
+        ("Hi ${name", 4, "unclosed '${'"),
+        ("Hi ${a ${b}", 4, "unclosed '${'"),
+        ("Hi ${}", 4, "empty '${}'"),
+        ("Hi ${   }", 4, "empty '${}'"),
+        ("Hi ${ first name}", 7, "'first name' is not a valid name"),
+        ("Hi ${a.b.c}", 6, "'a.b.c' has too many parts"),
+        ("Hi ${1st}", 6, "'1st' is not a valid name"),
+        ("Hi ${a.}", 6, "'a.' is not a valid name"),
+        ("Hi ${order-id}", 6, "'order-id' is not a valid name"),
+    ],
+)
+def test_template_errors(text, column, message):
+    with pytest.raises(TemplateSyntaxError) as info:
+        parse_template(text, AGENT)
+    assert info.value.message == message
+    assert info.value.column == column
+    assert info.value.hint
+
+
+def test_render_template():
+    template = parse_template("Why not try ${restaurant}: ${web.description} (${seats} seats)", "rec")
+    values = {
+        ("rec", "restaurant"): "In-N-Out",
+        ("web", "description"): "burgers",
+        ("rec", "seats"): 12.0,
+    }
+    assert render_template(template, lambda ref: values[(ref.scope, ref.name)]) == "Why not try In-N-Out: burgers (12 seats)"
+
+
+def test_render_missing_value_is_empty():
+    assert render_template(parse_template("[${x}]", AGENT), lambda ref: None) == "[]"
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (None, ""),
+        ("text", "text"),
+        (True, "True"),
+        (False, "False"),
+        (3, "3"),
+        (3.0, "3"),
+        (-2.0, "-2"),
+        (2.5, "2.5"),
+        (0.1 + 0.2, "0.3"),
+        (float("inf"), "inf"),
+        (["a", 1, 2.0, None], "a, 1, 2, "),
+        ({"name": "Golden Dragon", "price": 35.0}, "name: Golden Dragon, price: 35"),
+        ({"dishes": ["Tofu", "Rice"]}, "dishes: Tofu, Rice"),
+        ([], ""),
+        ({}, ""),
+        ((1, 2), "1, 2"),
+    ],
+)
+def test_format_value(value, text):
+    assert format_value(value) == text
+
+
+def test_format_value_survives_cycles():
+    data: list = [1]
+    data.append(data)
+    assert format_value(data).startswith("1, 1, 1")
