@@ -1,0 +1,33 @@
+"""Language-independent checks over a lowered Program (reachability, call cycles, unused agents)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from frontdesk.diagnostics import DiagnosticBag
+from frontdesk.ir.models import Program
+
+from .calls import check_call_cycles, check_unused_agents
+from .reachability import check_graph_reachability, successors
+
+__all__ = ["AnalysisCodes", "analyze_program", "check_call_cycles", "check_unused_agents", "check_graph_reachability", "successors"]
+
+
+@dataclass(frozen=True)
+class AnalysisCodes:
+    """The diagnostic code each check reports with; every front end passes its own."""
+
+    unreachable: str = "FD040"
+    recursion: str = "FD041"
+    unused_subflow: str = "FD042"
+    unused_agent: str = "FD043"
+
+
+def analyze_program(program: Program, bag: DiagnosticBag, codes: AnalysisCodes = AnalysisCodes()) -> None:
+    """Run every check; findings are warnings added to `bag`."""
+    for agent in program.agents.values():
+        for graph in (getattr(agent, "graph", None), agent.setup):
+            if graph is not None:
+                check_graph_reachability(graph, bag, codes.unreachable, codes.unused_subflow)
+    check_call_cycles(program, bag, codes.recursion)
+    check_unused_agents(program, bag, codes.unused_agent)

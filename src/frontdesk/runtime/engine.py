@@ -163,9 +163,7 @@ class Engine:
         if outcome.kind == "done":
             ctx.set_status(frame.agent, outcome.status, outcome.message)
             ctx.log.emit("agent_finished", frame.agent, status=outcome.status, message=outcome.message)
-        elif outcome.kind == "hand_back":
-            ctx.log.emit("agent_finished", frame.agent, status="handed_back", message=outcome.message)
-        # a switch suspends the frame; the router records it
+        # hand_back and switch suspend the frame; the router records that
 
     def _apply_exit(self, frame: Frame, outcome: Outcome, ctx: TurnContext) -> None:
         agent = self.program.agents[frame.agent]

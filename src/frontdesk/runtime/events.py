@@ -57,7 +57,7 @@ class EventLog:
         self._clock = clock or time.time
         self._listener = listener
 
-    def emit(self, type: str, agent: str | None = None, **data: Any) -> Event:
+    def emit(self, type: str, agent: str | None = None, /, **data: Any) -> Event:
         assert type in EVENT_TYPES, type
         self._seq += 1
         ev = Event(seq=self._seq, turn=self.turn, type=type, agent=agent, data=data, ts=self._clock())

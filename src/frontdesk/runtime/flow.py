@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from frontdesk.expr import EvalError, collect_refs, template_refs
+from frontdesk.expr import EvalError, collect_refs, is_true, template_refs
 from frontdesk.ir.models import (
     AssignNode,
     BranchNode,
@@ -143,7 +143,7 @@ class FlowExecutor:
             return None
         call = response.tool_calls[0].arguments if response.tool_calls else {}
         args = call.get("args") or {}
-        if isinstance(args, dict):
+        if isinstance(args, dict) and extract:
             for name, value in args.items():
                 if name in extract and value not in (None, ""):
                     ctx.write(frame.agent, name, value, frame.agent, why="extracted from the user's message")
@@ -185,7 +185,7 @@ class FlowExecutor:
             cond = case.condition
             if isinstance(cond, ExprCondition):
                 value = self._eval(cond.expr, frame, ctx)
-                result = bool(value) if not isinstance(value, str) else value != ""
+                result = is_true(value)
                 ctx.log.emit("condition_evaluated", frame.agent, node=node.id, condition=cond.source,
                              result=result, by="expression")
             else:
@@ -299,10 +299,11 @@ def _args_read_after(graph_json: str, listen_id: str, agent: str) -> tuple[str, 
         elif isinstance(node, JumpNode):
             stack.append(node.target)
         for r in refs:
-            if r.scope == agent and r.name not in assigned and r.name not in read:
+            if r.scope == agent and r.name not in read:
                 read.append(r.name)
         stack.append(node.next)
-    return tuple(read)
+    # An argument set anywhere on the way is the flow's own business, not the user's answer.
+    return tuple(name for name in read if name not in assigned)
 
 
 def switch_candidates(ctx: TurnContext, frame: Frame):

@@ -68,6 +68,10 @@ class ReasoningExecutor:
             if finish is not None:
                 status = "error" if str(finish.get("status", "success")) == "error" else "success"
                 return Outcome.done(status, str(finish.get("message", "")))
+            if response.content and all(c.name == prompts.SET_ARGS_TOOL for c in response.tool_calls):
+                # The model noted what it learnt and spoke to the user: its turn is over.
+                frame.waiting = True
+                return Outcome.wait()
         ctx.log.emit("error", agent.name, where="reasoning",
                      message=f"no answer after {agent.max_iterations} model calls")
         ctx.say(agent.name, APOLOGY, frame)

@@ -9,6 +9,7 @@ from frontdesk.runtime.context import Outcome, TurnContext
 from frontdesk.runtime.policies import new_frame, policy_message, setup_frame
 from frontdesk.runtime.state import Frame
 
+MAX_SUSPENDED = 4
 ROUTE_APOLOGY = "Sorry, I'm having trouble right now. Could you say that again in a moment?"
 
 
@@ -31,20 +32,30 @@ class RouterExecutor:
         if chosen is None:
             return self._fallback(router, frame, ctx, text)
         frame.excluded = []
+        paused = next((f for f in frame.suspended if f.agent == chosen), None)
+        if paused is not None:
+            # The user came back to an interrupted task: it takes the message where it stopped.
+            frame.suspended.remove(paused)
+            paused.pending_input = text
+            ctx.log.emit("agent_resumed", chosen, by=frame.agent)
+            return Outcome.push(paused)
         return Outcome.push(self._activate(router, chosen, text, ctx))
 
     def child_finished(self, frame: Frame, child: Frame, outcome: Outcome, ctx: TurnContext) -> None:
         if child.graph == "setup":
             return
         frame.active_member = None
-        if outcome.kind == "hand_back":
-            frame.excluded.append(child.agent)
-            frame.pending_input = ctx.last_user_message()
-        elif outcome.kind == "switch" and outcome.target:
+        if outcome.kind in ("hand_back", "switch"):
+            # The member keeps its place: it resumes once the agent the user turned to is done.
             child.waiting = True
+            frame.suspended = [f for f in frame.suspended if f.agent != child.agent][-(MAX_SUSPENDED - 1):]
             frame.suspended.append(child)
-            ctx.log.emit("agent_suspended", child.agent, by=frame.agent, switch_to=outcome.target)
-            frame.decisions["route"] = outcome.target
+            ctx.log.emit("agent_suspended", child.agent, by=frame.agent, reason=outcome.kind,
+                         switch_to=outcome.target)
+            if outcome.kind == "hand_back":
+                frame.excluded.append(child.agent)
+            elif outcome.target:
+                frame.decisions["route"] = outcome.target
             frame.pending_input = ctx.last_user_message()
         else:
             frame.excluded = []

@@ -1,0 +1,130 @@
+"""The ADL front end: `load_adl` turns an agents.yml program into the IR plus diagnostics."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from frontdesk.analysis import AnalysisCodes, analyze_program
+from frontdesk.diagnostics import Diagnostic, DiagnosticBag, Span
+from frontdesk.ir.models import Program
+
+from . import codes
+from .config import CONFIG_NAMES, find_config, load_settings
+from .frontend import AdlLowering
+from .tools import ToolCatalog, default_tool_files, discover_tools
+from .yamlnodes import YMap, YScalar, YSeq, compose_yaml, kind_name
+
+__all__ = ["load_adl", "ADL_ANALYSIS_CODES"]
+
+ADL_SUFFIXES = (".yml", ".yaml")
+ADL_ANALYSIS_CODES = AnalysisCodes(
+    unreachable=codes.UNREACHABLE_STEP,
+    recursion=codes.RECURSION,
+    unused_subflow=codes.UNUSED_SUBFLOW,
+    unused_agent=codes.UNUSED_AGENT,
+)
+
+
+def load_adl(path: str | Path) -> tuple[Program | None, list[Diagnostic]]:
+    """Load an ADL program from a .yml/.yaml file or a folder holding agents.yml.
+
+    Never raises for bad input: problems come back as diagnostics (sorted by position). The
+    Program is None only when the file cannot be read or is not a YAML mapping.
+    """
+    bag = DiagnosticBag()
+    located = locate_program(Path(path), bag)
+    if located is None:
+        return None, bag.sorted()
+    file_path, shown = located
+    program = _load_file(file_path, shown, bag)
+    return program, bag.sorted()
+
+
+def locate_program(path: Path, bag: DiagnosticBag) -> tuple[Path, str] | None:
+    """The program file and the name diagnostics show for it (the path as the user gave it)."""
+    if path.is_dir():
+        for name in ("agents.yml", "agents.yaml"):
+            if (path / name).is_file():
+                return path / name, str(path / name)
+        try:
+            candidates = sorted(p for p in path.iterdir() if p.suffix in ADL_SUFFIXES and p.name not in CONFIG_NAMES)
+        except OSError:
+            candidates = []
+        if len(candidates) == 1:
+            return candidates[0], str(candidates[0])
+        found = ", ".join(p.name for p in candidates) or "no .yml file"
+        bag.error(codes.READ_ERROR, f"cannot tell which file in this folder is the program ({found})", Span(file=str(path)),
+                  hint="name the program agents.yml or pass the .yml file itself")
+        return None
+    if not path.exists():
+        bag.error(codes.READ_ERROR, "program file not found", Span(file=str(path)), hint="check the path")
+        return None
+    return path, str(path)
+
+
+def _load_file(file_path: Path, shown: str, bag: DiagnosticBag) -> Program | None:
+    try:
+        text = file_path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as exc:
+        bag.error(codes.READ_ERROR, f"the program is not UTF-8 text ({exc.reason})", Span(file=shown))
+        return None
+    except OSError as exc:
+        bag.error(codes.READ_ERROR, f"cannot read the program: {exc.strerror or exc}", Span(file=shown))
+        return None
+    document = compose_yaml(text, shown, bag)
+    if document is None and bag.has_errors:
+        return None
+    if not isinstance(document, YMap):
+        what = "empty" if document is None else f"{kind_name(document)}, not a mapping of agents"
+        bag.error(codes.NOT_A_MAPPING, f"the program is {what}", Span(file=shown, line=1, column=1),
+                  hint="an ADL program maps agent names to agents, starting with main:")
+        return None
+    root = file_path.resolve().parent
+    catalog = _tool_catalog(document, root, shown, bag)
+    program = AdlLowering(document, root, shown, catalog, bag).lower()
+    program.root = str(root)
+    program.sources = [file_path.resolve().relative_to(root).as_posix()]
+    config = find_config(root)
+    if config is not None:
+        config_shown = str(Path(shown).parent / config.name)
+        program.settings = load_settings(config, config_shown, bag)
+        program.sources.append(config.name)
+    program.sources.extend(f for f in catalog.files if f not in program.sources)
+    analyze_program(program, bag, ADL_ANALYSIS_CODES)
+    return program
+
+
+def _tool_catalog(document: YMap, root: Path, shown: str, bag: DiagnosticBag) -> ToolCatalog:
+    """Tool files: the `tools:` list, or every .py file beside the program when there is none."""
+    shown_folder = Path(shown).parent
+    tools_node = document.get("tools")
+    if tools_node is None:
+        files = [(p, str(shown_folder / p.name), None) for p in default_tool_files(root)]
+        return discover_tools(files, root, bag)
+    if not isinstance(tools_node, YSeq):
+        if not (isinstance(tools_node, YScalar) and tools_node.plain and tools_node.value is None):
+            bag.error(codes.WRONG_TYPE, f"'tools' must be a list of Python files, found {kind_name(tools_node)}",
+                      tools_node.span, hint="write each file on its own line: - tools.py")
+        return ToolCatalog()
+    files = []
+    for item in tools_node.items:
+        entry = _tool_entry(item, root, shown_folder, bag)
+        if entry is not None:
+            files.append(entry)
+    return discover_tools(files, root, bag)
+
+
+def _tool_entry(item, root: Path, shown_folder: Path, bag: DiagnosticBag):
+    if not isinstance(item, YScalar) or not item.text.strip():
+        bag.error(codes.WRONG_TYPE, f"a tools entry must be a Python file name, found {kind_name(item)}", item.span)
+        return None
+    written = item.text.strip()
+    if not written.endswith(".py"):
+        bag.error(codes.TOOL_FILE, f"tool file '{written}' is not a .py file", item.span, hint="list Python files, e.g. - tools.py")
+        return None
+    path = root / written
+    if not path.is_file():
+        bag.error(codes.TOOL_FILE, f"tool file '{written}' was not found", item.span,
+                  hint=f"paths are relative to the program folder {root}")
+        return None
+    return path, str(shown_folder / written), item.span

@@ -22,6 +22,27 @@ def is_name(text: str) -> bool:
     return bool(NAME_PATTERN.match(text))
 
 
+def edit_distance(a: str, b: str) -> int:
+    """Levenshtein distance with adjacent swaps counted as one edit."""
+    previous2: list[int] = []
+    previous = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        current = [i] + [0] * len(b)
+        for j, cb in enumerate(b, 1):
+            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb))
+            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                current[j] = min(current[j], previous2[j - 2] + 1)
+        previous2, previous = previous, current
+    return previous[-1]
+
+
+def likely_typo_of(name: str, candidates) -> str | None:
+    """A candidate `name` is probably a misspelling of (at most 2 edits, and few for short names)."""
+    limit = min(2, max(1, len(name) // 4))
+    best = min(((edit_distance(name, c), c) for c in candidates if c != name), default=None)
+    return best[1] if best is not None and best[0] <= limit else None
+
+
 @dataclass
 class AgentFacts:
     """What other agents may know about an agent before it is lowered."""
@@ -66,7 +87,7 @@ class ProgramScope:
         """The tools rule: unknown names are errors when tools exist or the name looks like a typo."""
         if self.catalog.has_files:
             return True
-        return did_you_mean(name, list(self.agents) + list(self.subflows(agent))) is not None
+        return likely_typo_of(name, list(self.agents) + list(self.subflows(agent))) is not None
 
     def report_undefined(self, code: str, what: str, name: str, agent: str, span: Span | None) -> None:
         """Report a name that is neither an agent, a subflow nor a known tool."""

@@ -1,0 +1,529 @@
+"""ADL lowering: a parsed agents.yml (located YAML nodes) to the IR Program, with diagnostics."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from frontdesk.diagnostics import DiagnosticBag, Span, did_you_mean
+from frontdesk.ir.models import (
+    ArgBinding,
+    ArgDef,
+    FaqEntry,
+    FlowAgent,
+    KnowledgeAgent,
+    KnowledgeSource,
+    Policy,
+    Program,
+    ProgramSettings,
+    ReasoningAgent,
+    RouterAgent,
+    RouterMember,
+    StepGraph,
+)
+
+from . import codes
+from .scope import AgentFacts, ProgramScope, collect_called_names, is_name
+from .steps import StepLowering, begin_block_names, strip_fullwidth_marker
+from .tools import ToolCatalog
+from .yamlnodes import YMap, YNode, YScalar, YSeq, kind_name
+
+AGENT_TYPES = {
+    "kb agent": "knowledge",
+    "llm agent": "reasoning",
+    "flow agent": "flow",
+    "ensemble agent": "router",
+}
+HEADER_KEYS = ("type", "description", "args", "fallback", "exit")
+KIND_KEYS = {
+    "knowledge": ("sources", "file", "faq"),
+    "reasoning": ("prompt", "uses", "steps", "max_iterations"),
+    "flow": ("steps",),
+    "router": ("contains", "prompt", "steps"),
+}
+ALL_BODY_KEYS = ("sources", "file", "faq", "prompt", "uses", "steps", "max_iterations", "contains")
+KB_FORBIDDEN = ("steps", "contains", "prompt", "uses")
+URL_PREFIXES = ("http://", "https://", "www.")
+
+
+def normalise_type(text: str) -> str:
+    return " ".join(text.replace("_", " ").replace("-", " ").lower().split())
+
+
+def agent_kind(node: YMap) -> str | None:
+    type_node = node.get("type")
+    if isinstance(type_node, YScalar):
+        return AGENT_TYPES.get(normalise_type(type_node.text))
+    return None
+
+
+def keyed_subflows(node: YMap, kind: str | None) -> list[tuple[YScalar, YNode]]:
+    """Keys of a flow agent that are not agent keys and hold a list: its named subflows."""
+    if kind != "flow":
+        return []
+    return [
+        (key, value)
+        for key, value in node.pairs
+        if key.text not in HEADER_KEYS + ALL_BODY_KEYS and isinstance(value, YSeq)
+    ]
+
+
+class AdlLowering:
+    """Lowers the top-level mapping of an ADL program; one method per agent kind."""
+
+    def __init__(self, document: YMap, root: Path, shown_file: str, catalog: ToolCatalog, bag: DiagnosticBag) -> None:
+        self.document = document
+        self.root = root
+        self.file = shown_file
+        self.bag = bag
+        self.catalog = catalog
+        self.scope = ProgramScope(self.prescan(), catalog, bag)
+        self.scope.assumed_tools = self.assumed_tools()
+
+    # -- before lowering: every agent's name, kind, args and subflows ------------------------------
+
+    def agent_pairs(self) -> list[tuple[YScalar, YNode]]:
+        return [(k, v) for k, v in self.document.pairs if k.text != "tools"]
+
+    def prescan(self) -> dict[str, AgentFacts]:
+        facts: dict[str, AgentFacts] = {}
+        for key, node in self.agent_pairs():
+            name = key.text
+            if not isinstance(node, YMap):
+                facts[name] = AgentFacts(name, None, key, None)
+                continue
+            kind = agent_kind(node)
+            facts[name] = AgentFacts(name, node, key, kind, self.arg_names(node.get("args")))
+        for fact in facts.values():
+            if fact.node is not None:
+                fact.subflows = self.subflow_names(fact, facts)
+        return facts
+
+    @staticmethod
+    def arg_names(node: YNode | None) -> list[str]:
+        names: list[str] = []
+        if isinstance(node, YSeq):
+            for item in node.items:
+                if isinstance(item, YScalar):
+                    names.append(item.text.strip())
+                elif isinstance(item, YMap) and len(item.pairs) == 1:
+                    names.append(item.pairs[0][0].text.strip())
+        return names
+
+    def subflow_names(self, fact: AgentFacts, agents: dict[str, AgentFacts]) -> dict[str, Span]:
+        found: dict[str, Span] = {}
+        named = [k for k, _ in keyed_subflows(fact.node, fact.kind)] + begin_block_names(fact.node.get("steps"))
+        for name_node in named:
+            name = name_node.text.strip()
+            if not is_name(name):
+                self.bag.error(codes.INVALID_NAME, f"'{name}' is not a valid subflow name", name_node.span,
+                               hint="use letters, digits and '_'")
+            elif name in found:
+                self.bag.error(codes.NAME_CLASH, f"subflow '{name}' is defined twice", name_node.span)
+            elif name in agents:
+                self.bag.error(codes.NAME_CLASH, f"subflow '{name}' has the same name as an agent", name_node.span,
+                               hint="call: would be ambiguous; rename the subflow")
+            else:
+                found[name] = name_node.span
+        return found
+
+    def assumed_tools(self) -> set[str]:
+        """Called or used names nothing defines: treated as tools so `x.result` references resolve."""
+        assumed = set()
+        for key, node in self.agent_pairs():
+            subflows = self.scope.subflows(key.text)
+            for name in collect_called_names(node):
+                if not self.scope.is_agent(name) and name not in subflows and name not in self.catalog.tools:
+                    assumed.add(name)
+        return assumed
+
+    # -- program ------------------------------------------------------------------------------
+
+    def lower(self) -> Program:
+        agents = {}
+        for key, node in self.agent_pairs():
+            agent = self.lower_agent(key, node)
+            if agent is not None:
+                agents[key.text] = agent
+        self.check_main()
+        return Program(language="adl", agents=agents, tools=self.catalog.tools, settings=ProgramSettings())
+
+    def check_main(self) -> None:
+        if "main" in self.scope.agents:
+            return
+        names = list(self.scope.agents)
+        guess = did_you_mean("main", names)
+        hint = f"did you mean '{guess}'? " if guess else ""
+        hint += "add an agent named main (the entry point), e.g. main: {type: flow agent, steps: [call: <agent>]}"
+        if names:
+            hint += f"; agents: {', '.join(names)}"
+        self.bag.error(codes.MISSING_MAIN, "the program has no 'main' agent", Span(file=self.file, line=1, column=1), hint)
+
+    def lower_agent(self, key: YScalar, node: YNode):
+        name = key.text
+        if not is_name(name):
+            self.bag.error(codes.INVALID_NAME, f"'{name}' is not a valid agent name", key.span,
+                           hint="use letters, digits and '_' (it is used in references like name.arg)")
+        if not isinstance(node, YMap):
+            self.bag.error(codes.WRONG_TYPE, f"agent '{name}' must be a mapping, found {kind_name(node)}", node.span,
+                           hint="write the agent's keys (type:, description:, ...) indented under its name")
+            return None
+        kind = self.agent_type(name, key, node)
+        if kind is None:
+            return None
+        self.check_agent_keys(name, node, kind)
+        header = self.header(name, key, node, kind)
+        return getattr(self, f"lower_{kind}")(name, node, header)
+
+    def agent_type(self, name: str, key: YScalar, node: YMap) -> str | None:
+        type_node = node.get("type")
+        if type_node is None:
+            self.bag.error(codes.MISSING_KEY, f"agent '{name}' has no 'type'", key.span,
+                           hint="add type: kb agent | llm agent | flow agent | ensemble agent")
+            return None
+        if not isinstance(type_node, YScalar):
+            self.bag.error(codes.WRONG_TYPE, f"'type' must be text, found {kind_name(type_node)}", type_node.span)
+            return None
+        kind = AGENT_TYPES.get(normalise_type(type_node.text))
+        if kind is None:
+            guess = did_you_mean(normalise_type(type_node.text), AGENT_TYPES)
+            hint = (f"did you mean '{guess}'? " if guess else "") + "types: " + ", ".join(AGENT_TYPES)
+            self.bag.error(codes.UNKNOWN_TYPE, f"unknown agent type '{type_node.text}'", type_node.span, hint)
+        return kind
+
+    def check_agent_keys(self, name: str, node: YMap, kind: str) -> None:
+        valid = HEADER_KEYS + KIND_KEYS[kind]
+        subflow_keys = {k.text for k, _ in keyed_subflows(node, kind)}
+        for key, _ in node.pairs:
+            if key.text in valid or key.text in subflow_keys:
+                continue
+            if kind == "knowledge" and key.text in KB_FORBIDDEN:
+                self.bag.error(codes.KB_NOT_ATOMIC, f"kb agents are atomic: '{key.text}' is not allowed in kb agent '{name}'",
+                               key.span, hint="kb agents only take sources:, file: and faq:; use an llm or flow agent to call others")
+            elif key.text in ALL_BODY_KEYS:
+                owners = [t for t, k in AGENT_TYPES.items() if key.text in KIND_KEYS[k]]
+                self.bag.error(codes.UNKNOWN_KEY, f"'{key.text}' is not a key of a {self.type_text(kind)}", key.span,
+                               hint=f"'{key.text}' belongs to: {', '.join(owners)}; valid keys here: {', '.join(valid)}")
+            else:
+                guess = did_you_mean(key.text, valid)
+                hint = (f"did you mean '{guess}'? " if guess else "") + "valid keys: " + ", ".join(valid)
+                if kind == "flow":
+                    hint += " (or a subflow: a key holding a list of steps)"
+                self.bag.error(codes.UNKNOWN_KEY, f"unknown key '{key.text}' in agent '{name}'", key.span, hint)
+
+    @staticmethod
+    def type_text(kind: str) -> str:
+        return next(t for t, k in AGENT_TYPES.items() if k == kind)
+
+    # -- the header every agent has ---------------------------------------------------------------
+
+    def header(self, name: str, key: YScalar, node: YMap, kind: str) -> dict:
+        return {
+            "name": name,
+            "description": self.description(name, key, node),
+            "args": self.args(node.get("args")),
+            "fallback": self.policy(node.get("fallback"), "fallback"),
+            "exit": self.policy(node.get("exit"), "exit"),
+            "span": key.span,
+        }
+
+    def description(self, name: str, key: YScalar, node: YMap) -> str:
+        value = node.get("description")
+        if value is None:
+            if name != "main":
+                self.bag.warning(codes.MISSING_DESCRIPTION, f"agent '{name}' has no description", key.span,
+                                 hint="add description: <what this agent does>; ensembles use it to pick an agent")
+            return ""
+        return self.text(value, "description") or ""
+
+    def text(self, value: YNode, what: str) -> str | None:
+        if isinstance(value, YScalar):
+            if value.plain and value.value is None:
+                return ""
+            return strip_fullwidth_marker(value, self.bag)
+        self.bag.error(codes.WRONG_TYPE, f"'{what}' must be text, found {kind_name(value)}", value.span,
+                       hint="quote text that contains ': ' or start a block with |")
+        return None
+
+    def args(self, node: YNode | None) -> list[ArgDef]:
+        if node is None or (isinstance(node, YScalar) and node.plain and node.value is None):
+            return []
+        if not isinstance(node, YSeq):
+            self.bag.error(codes.WRONG_TYPE, f"'args' must be a list of names, found {kind_name(node)}", node.span,
+                           hint="write each argument on its own line: - name")
+            return []
+        result: list[ArgDef] = []
+        for item in node.items:
+            arg = self.arg(item)
+            if arg is None:
+                continue
+            if any(a.name == arg.name for a in result):
+                self.bag.error(codes.DUPLICATE_ARG, f"argument '{arg.name}' is listed twice", item.span)
+                continue
+            result.append(arg)
+        return result
+
+    def arg(self, item: YNode) -> ArgDef | None:
+        description = ""
+        if isinstance(item, YMap) and len(item.pairs) == 1:
+            name_node, value = item.pairs[0]
+            if isinstance(value, YScalar) and value.value is not None:
+                description = value.text
+        elif isinstance(item, YScalar):
+            name_node = item
+        else:
+            self.bag.error(codes.WRONG_TYPE, f"an argument must be a name (or name: description), found {kind_name(item)}", item.span)
+            return None
+        name = name_node.text.strip()
+        if not is_name(name):
+            self.bag.error(codes.INVALID_NAME, f"'{name}' is not a valid argument name", name_node.span,
+                           hint="use letters, digits and '_'")
+            return None
+        return ArgDef(name=name, description=description, span=item.span)
+
+    def policy(self, node: YNode | None, what: str) -> Policy | None:
+        if node is None:
+            return None
+        text = self.text(node, what)
+        if not text:
+            return None
+        stripped = text.strip()
+        if self.scope.is_agent(stripped):
+            return Policy(kind="agent", value=stripped)
+        if stripped == "default":
+            return Policy(kind="default")
+        if is_name(stripped):
+            guess = did_you_mean(stripped, list(self.scope.agents))
+            if guess:
+                self.bag.warning(codes.POLICY_TYPO, f"{what} '{stripped}' is not an agent, so it is read as an instruction",
+                                 node.span, hint=f"did you mean '{guess}'?")
+        return Policy(kind="text", value=text)
+
+    # -- kb agents ---------------------------------------------------------------------------------
+
+    def lower_knowledge(self, name: str, node: YMap, header: dict) -> KnowledgeAgent:
+        sources = self.sources(node.get("sources"))
+        file_node = node.get("file")
+        if file_node is not None:
+            if isinstance(file_node, YScalar) and file_node.text.strip():
+                sources.append(self.source(file_node))
+            else:
+                self.bag.error(codes.WRONG_TYPE, f"'file' must be a path or URL, found {kind_name(file_node)}", file_node.span)
+        faq = self.faq(node.get("faq"))
+        if not sources and not faq and "sources" not in node and "faq" not in node:
+            self.bag.warning(codes.EMPTY_KB, f"kb agent '{name}' has no sources and no faq", header["span"],
+                             hint="add sources: (files, folders or URLs) or faq: (q/a pairs)")
+        return KnowledgeAgent(**header, sources=sources, faq=faq)
+
+    def sources(self, node: YNode | None) -> list[KnowledgeSource]:
+        if node is None or (isinstance(node, YScalar) and node.plain and node.value is None):
+            return []
+        if not isinstance(node, YSeq):
+            self.bag.error(codes.WRONG_TYPE, f"'sources' must be a list, found {kind_name(node)}", node.span,
+                           hint="write each file, folder or URL on its own line: - docs/policy.pdf")
+            return []
+        result = []
+        for item in node.items:
+            if isinstance(item, YScalar) and item.text.strip():
+                result.append(self.source(item))
+            else:
+                self.bag.error(codes.WRONG_TYPE, f"a source must be a path or URL, found {kind_name(item)}", item.span)
+        return result
+
+    def source(self, item: YScalar) -> KnowledgeSource:
+        location = item.text.strip()
+        if location.lower().startswith(URL_PREFIXES):
+            return KnowledgeSource(location=location, kind="url", span=item.span)
+        found = resolve_source_path(location, self.root)
+        if found is None:
+            self.bag.warning(codes.KB_SOURCE_NOT_FOUND, f"knowledge source '{location}' was not found", item.span,
+                             hint=f"paths are relative to the program folder {self.root}; check the spelling or add the file")
+            kind = "file" if Path(location).suffix else "directory"
+            return KnowledgeSource(location=location, kind=kind, path=None, span=item.span)
+        kind = "directory" if (self.root / found).is_dir() else "file"
+        return KnowledgeSource(location=location, kind=kind, path=found, span=item.span)
+
+    def faq(self, node: YNode | None) -> list[FaqEntry]:
+        if node is None or (isinstance(node, YScalar) and node.plain and node.value is None):
+            return []
+        if not isinstance(node, YSeq):
+            self.bag.error(codes.WRONG_TYPE, f"'faq' must be a list of q/a pairs, found {kind_name(node)}", node.span,
+                           hint="write - q: <question> with a: <answer> on the next line")
+            return []
+        return [entry for entry in (self.faq_entry(item) for item in node.items) if entry is not None]
+
+    def faq_entry(self, item: YNode) -> FaqEntry | None:
+        if not isinstance(item, YMap):
+            self.bag.error(codes.WRONG_TYPE, f"a faq item must be a mapping with q: and a:, found {kind_name(item)}", item.span,
+                           hint="write - q: <question> with a: <answer> on the next line")
+            return None
+        for key in item.keys.values():
+            if key.text not in ("q", "a"):
+                guess = did_you_mean(key.text, ("q", "a"))
+                self.bag.error(codes.UNKNOWN_KEY, f"unknown key '{key.text}' in a faq item", key.span,
+                               hint=(f"did you mean '{guess}'? " if guess else "") + "valid keys: q, a")
+        texts = {}
+        for part in ("q", "a"):
+            value = item.get(part)
+            if value is None:
+                self.bag.error(codes.MISSING_KEY, f"faq item has no '{part}'", item.span, hint="each faq item needs q: and a:")
+                return None
+            texts[part] = self.text(value, part)
+        if texts["q"] is None or texts["a"] is None:
+            return None
+        return FaqEntry(q=texts["q"], a=texts["a"], span=item.span)
+
+    # -- llm agents ----------------------------------------------------------------------------------
+
+    def lower_reasoning(self, name: str, node: YMap, header: dict) -> ReasoningAgent:
+        prompt = node.get("prompt")
+        instructions = ""
+        if prompt is None:
+            self.bag.error(codes.MISSING_KEY, f"llm agent '{name}' has no 'prompt'", header["span"],
+                           hint="add prompt: | followed by the agent's instructions")
+        else:
+            instructions = self.text(prompt, "prompt") or ""
+        extra = {}
+        if "max_iterations" in node:
+            iterations = self.positive_int(node.get("max_iterations"), "max_iterations")
+            if iterations is not None:
+                extra["max_iterations"] = iterations
+        return ReasoningAgent(**header, instructions=instructions, tools=self.uses(name, node.get("uses")),
+                              setup=self.setup(name, node), **extra)
+
+    def uses(self, agent: str, node: YNode | None) -> list[str]:
+        if node is None or (isinstance(node, YScalar) and node.plain and node.value is None):
+            return []
+        if not isinstance(node, YSeq):
+            self.bag.error(codes.WRONG_TYPE, f"'uses' must be a list of tool names, found {kind_name(node)}", node.span,
+                           hint="write each tool on its own line: - tool_name")
+            return []
+        tools = []
+        for item in node.items:
+            if not isinstance(item, YScalar) or not item.text.strip():
+                self.bag.error(codes.WRONG_TYPE, f"a uses entry must be a tool name, found {kind_name(item)}", item.span)
+                continue
+            tool = item.text.strip()
+            if tool not in self.catalog.tools:
+                self.scope.report_undefined(codes.UNKNOWN_TOOL, "tool", tool, agent, item.span)
+            tools.append(tool)
+        return tools
+
+    def positive_int(self, node: YNode | None, what: str) -> int | None:
+        number = node.value if isinstance(node, YScalar) else None
+        if isinstance(number, bool) or not isinstance(number, int) or number < 1:
+            self.bag.error(codes.WRONG_TYPE, f"'{what}' must be a positive whole number", node.span if node else None)
+            return None
+        return number
+
+    def setup(self, name: str, node: YMap) -> StepGraph | None:
+        if "steps" not in node:
+            return None
+        return StepLowering(name, self.scope, self.bag).lower(node.get("steps"), node.keys["steps"], [])
+
+    # -- flow agents -----------------------------------------------------------------------------------
+
+    def lower_flow(self, name: str, node: YMap, header: dict) -> FlowAgent:
+        subflows = keyed_subflows(node, "flow")
+        steps_key = node.keys.get("steps")
+        if steps_key is None:
+            guess = did_you_mean("steps", [k.text for k, _ in subflows])
+            hint = f"'{guess}' looks like a misspelt steps:" if guess else "add steps: with the agent's steps"
+            self.bag.error(codes.MISSING_KEY, f"flow agent '{name}' has no 'steps'", header["span"], hint)
+        graph = StepLowering(name, self.scope, self.bag).lower(node.get("steps"), steps_key, subflows)
+        return FlowAgent(**header, graph=graph)
+
+    # -- ensemble agents ---------------------------------------------------------------------------------
+
+    def lower_router(self, name: str, node: YMap, header: dict) -> RouterAgent:
+        contains = node.get("contains")
+        members: list[RouterMember] = []
+        if contains is None:
+            self.bag.error(codes.MISSING_KEY, f"ensemble agent '{name}' has no 'contains'", header["span"],
+                           hint="add contains: with the agents it chooses between")
+        elif not isinstance(contains, YSeq) or not contains.items:
+            self.bag.error(codes.WRONG_TYPE, f"'contains' must be a list of agent names, found {kind_name(contains)}",
+                           contains.span, hint="write each agent on its own line: - agent_name")
+        else:
+            members = self.members(name, contains)
+        prompt = node.get("prompt")
+        instructions = self.text(prompt, "prompt") if prompt is not None else None
+        return RouterAgent(**header, members=members, instructions=instructions, setup=self.setup(name, node))
+
+    def members(self, router: str, contains: YSeq) -> list[RouterMember]:
+        members: list[RouterMember] = []
+        for item in contains.items:
+            member = self.member(router, item)
+            if member is None:
+                continue
+            if any(m.agent == member.agent for m in members):
+                self.bag.warning(codes.DUPLICATE_MEMBER, f"agent '{member.agent}' is listed twice in contains", item.span)
+                continue
+            members.append(member)
+        return members
+
+    def member(self, router: str, item: YNode) -> RouterMember | None:
+        if isinstance(item, YScalar) and item.text.strip():
+            name_node, options = item, None
+        elif isinstance(item, YMap) and len(item.pairs) == 1:
+            name_node, options = item.pairs[0]
+        else:
+            self.bag.error(codes.WRONG_TYPE, "a contains item must be an agent name or 'name: {args: ...}'", item.span)
+            return None
+        name = name_node.text.strip()
+        if not self.scope.is_agent(name):
+            guess = did_you_mean(name, list(self.scope.agents))
+            hint = f"did you mean '{guess}'?" if guess else f"agents: {', '.join(self.scope.agents)}"
+            self.bag.error(codes.UNDEFINED_MEMBER, f"ensemble member '{name}' is not an agent", name_node.span, hint)
+            return None
+        return RouterMember(agent=name, bindings=self.bindings(router, name, options), span=item.span)
+
+    def bindings(self, router: str, member: str, options: YNode | None) -> list[ArgBinding]:
+        if options is None or (isinstance(options, YScalar) and options.plain and options.value is None):
+            return []
+        if not isinstance(options, YMap):
+            self.bag.error(codes.WRONG_TYPE, f"member options must be a mapping with args:, found {kind_name(options)}", options.span)
+            return []
+        for key in options.keys.values():
+            if key.text != "args":
+                guess = did_you_mean(key.text, ("args",))
+                self.bag.error(codes.UNKNOWN_KEY, f"unknown key '{key.text}' in contains item '{member}'", key.span,
+                               hint=(f"did you mean '{guess}'? " if guess else "") + "valid keys: args")
+        pairs = StepLowering(router, self.scope, self.bag).call_arg_pairs(options.get("args"))
+        return [b for b in (self.binding(router, member, k, v) for k, v in pairs) if b is not None]
+
+    def binding(self, router: str, member: str, key: YScalar, value: YNode) -> ArgBinding | None:
+        if not isinstance(value, YScalar) or not value.text.strip():
+            self.bag.error(codes.WRONG_TYPE, "a binding must name an argument of the ensemble (optionally 'ref name')", value.span)
+            return None
+        words = value.text.split()
+        two_way = len(words) == 2 and words[0] == "ref"
+        router_arg = words[-1] if two_way or len(words) == 1 else value.text.strip()
+        ok = True
+        for owner, arg, span in ((member, key.text.strip(), key.span), (router, router_arg, value.span)):
+            if arg not in self.scope.args_of(owner):
+                ok = False
+                args = self.scope.args_of(owner)
+                guess = did_you_mean(arg, args)
+                hint = f"did you mean '{guess}'?" if guess else f"add '{arg}' to the args: of '{owner}'"
+                self.bag.error(codes.UNDEFINED_ARGUMENT, f"'{arg}' is not an argument of agent '{owner}'", span, hint)
+        return ArgBinding(member_arg=key.text.strip(), router_arg=router_arg, two_way=two_way) if ok else None
+
+
+def resolve_source_path(location: str, root: Path) -> str | None:
+    """Find a KB path: beside the program, then from the current directory, then dropping leading folders.
+
+    Returns the path relative to `root` (POSIX separators), or None when nothing exists.
+    """
+    written = Path(os.path.expanduser(location))
+    candidates = [root / written, Path.cwd() / written] if not written.is_absolute() else [written]
+    parts = [p for p in written.parts if p not in (".", "")]
+    if not written.is_absolute():
+        candidates += [root.joinpath(*parts[k:]) for k in range(1, len(parts))]
+    for candidate in candidates:
+        try:
+            if candidate.exists():
+                return Path(os.path.relpath(candidate.resolve(), root.resolve())).as_posix()
+        except (OSError, ValueError):
+            continue
+    return None
