@@ -145,13 +145,6 @@ def _choose_llm(prog, script: Optional[Path]):
     return provider
 
 
-def _show_events(events, console: Console) -> None:
-    for ev in events:
-        if ev.type in ("bot_message", "user_message"):
-            continue
-        console.print(f"  [dim]· {_event_line(ev.model_dump())}[/dim]", markup=True, highlight=False)
-
-
 def _event_line(ev: dict) -> str:
     data = dict(ev.get("data") or {})
     agent = ev.get("agent") or "-"
@@ -199,10 +192,12 @@ def chat(
     inputs = _script_inputs(script) if script else None
 
     def show(result) -> None:
-        if trace:
-            _show_events(result.events, err)
-        for m in result.messages:
-            out.print(f"[bold cyan]{m.agent or 'bot'}>[/bold cyan] {m.text}", highlight=False)
+        # Events in order: bot lines on stdout, and with --trace the decisions between them on stderr.
+        for ev in result.events:
+            if ev.type == "bot_message":
+                out.print(f"[bold cyan]{ev.agent or 'bot'}>[/bold cyan] {ev.data['text']}", highlight=False)
+            elif trace and ev.type != "user_message":
+                err.print(f"  [dim]· {_event_line(ev.model_dump())}[/dim]", highlight=False)
 
     try:
         if session:

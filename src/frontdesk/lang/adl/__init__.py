@@ -66,10 +66,12 @@ def _load_file(file_path: Path, shown: str, bag: DiagnosticBag) -> Program | Non
     try:
         text = file_path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:
-        bag.error(codes.READ_ERROR, f"the program is not UTF-8 text ({exc.reason})", Span(file=shown))
+        bag.error(codes.READ_ERROR, f"the program is not UTF-8 text ({exc.reason})", Span(file=shown),
+                  hint="save the file as UTF-8")
         return None
     except OSError as exc:
-        bag.error(codes.READ_ERROR, f"cannot read the program: {exc.strerror or exc}", Span(file=shown))
+        bag.error(codes.READ_ERROR, f"cannot read the program: {exc.strerror or exc}", Span(file=shown),
+                  hint="check the path and the file permissions")
         return None
     document = compose_yaml(text, shown, bag)
     if document is None and bag.has_errors:
@@ -116,7 +118,8 @@ def _tool_catalog(document: YMap, root: Path, shown: str, bag: DiagnosticBag) ->
 
 def _tool_entry(item, root: Path, shown_folder: Path, bag: DiagnosticBag):
     if not isinstance(item, YScalar) or not item.text.strip():
-        bag.error(codes.WRONG_TYPE, f"a tools entry must be a Python file name, found {kind_name(item)}", item.span)
+        bag.error(codes.WRONG_TYPE, f"a tools entry must be a Python file name, found {kind_name(item)}", item.span,
+                  hint="write each file on its own line: - tools.py")
         return None
     written = item.text.strip()
     if not written.endswith(".py"):

@@ -31,13 +31,14 @@ def load_settings(path: Path, shown: str, bag: DiagnosticBag) -> ProgramSettings
     try:
         text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
-        bag.error(READ_ERROR, f"cannot read settings file: {exc}", None)
+        bag.error(READ_ERROR, f"cannot read settings file: {exc}", None, hint="check the file permissions and encoding")
         return settings
     root = compose_yaml(text, shown, bag)
     if root is None:
         return settings
     if not isinstance(root, YMap):
-        bag.error(WRONG_TYPE, f"the settings file must be a mapping, found {kind_name(root)}", root.span)
+        bag.error(WRONG_TYPE, f"the settings file must be a mapping, found {kind_name(root)}", root.span,
+                  hint="write settings as key: value lines, e.g. llm:")
         return settings
     for key, value in root.pairs:
         _apply_setting(settings, key, value, bag)
@@ -55,11 +56,12 @@ def _apply_setting(settings: ProgramSettings, key: YScalar, value, bag: Diagnost
     elif name in _INT_KEYS:
         number = value.value if isinstance(value, YScalar) else None
         if isinstance(number, bool) or not isinstance(number, int) or number < 1:
-            bag.error(WRONG_TYPE, f"'{name}' must be a positive whole number", value.span)
+            bag.error(WRONG_TYPE, f"'{name}' must be a positive whole number", value.span, hint=f"for example {name}: 3")
         else:
             setattr(settings, name, number)
     elif name in _MICA_ONLY_KEYS:
-        bag.info(CONFIG_IGNORED, f"setting '{name}' is a MICA option that Frontdesk ignores", key.span)
+        bag.info(CONFIG_IGNORED, f"setting '{name}' is a MICA option that Frontdesk ignores", key.span,
+                 hint="it can stay; Frontdesk never runs tool code unsafely")
     else:
         guess = did_you_mean(name, _KNOWN_KEYS)
         bag.info(CONFIG_IGNORED, f"unknown setting '{name}' is ignored", key.span,

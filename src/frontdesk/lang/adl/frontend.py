@@ -24,7 +24,7 @@ from frontdesk.ir.models import (
 
 from . import codes
 from .scope import AgentFacts, ProgramScope, collect_called_names, is_name
-from .steps import StepLowering, begin_block_names, strip_fullwidth_marker
+from .steps import StepLowering, begin_block_names, inner_span, strip_fullwidth_marker
 from .tools import ToolCatalog
 from .yamlnodes import YMap, YNode, YScalar, YSeq, kind_name
 
@@ -119,7 +119,8 @@ class AdlLowering:
                 self.bag.error(codes.INVALID_NAME, f"'{name}' is not a valid subflow name", name_node.span,
                                hint="use letters, digits and '_'")
             elif name in found:
-                self.bag.error(codes.NAME_CLASH, f"subflow '{name}' is defined twice", name_node.span)
+                self.bag.error(codes.NAME_CLASH, f"subflow '{name}' is defined twice", name_node.span,
+                               hint="rename one of the subflows")
             elif name in agents:
                 self.bag.error(codes.NAME_CLASH, f"subflow '{name}' has the same name as an agent", name_node.span,
                                hint="call: would be ambiguous; rename the subflow")
@@ -182,7 +183,8 @@ class AdlLowering:
                            hint="add type: kb agent | llm agent | flow agent | ensemble agent")
             return None
         if not isinstance(type_node, YScalar):
-            self.bag.error(codes.WRONG_TYPE, f"'type' must be text, found {kind_name(type_node)}", type_node.span)
+            self.bag.error(codes.WRONG_TYPE, f"'type' must be text, found {kind_name(type_node)}", type_node.span,
+                           hint="type: kb agent | llm agent | flow agent | ensemble agent")
             return None
         kind = AGENT_TYPES.get(normalise_type(type_node.text))
         if kind is None:
@@ -258,7 +260,8 @@ class AdlLowering:
             if arg is None:
                 continue
             if any(a.name == arg.name for a in result):
-                self.bag.error(codes.DUPLICATE_ARG, f"argument '{arg.name}' is listed twice", item.span)
+                self.bag.error(codes.DUPLICATE_ARG, f"argument '{arg.name}' is listed twice", item.span,
+                               hint="remove the duplicate line")
                 continue
             result.append(arg)
         return result
@@ -272,7 +275,8 @@ class AdlLowering:
         elif isinstance(item, YScalar):
             name_node = item
         else:
-            self.bag.error(codes.WRONG_TYPE, f"an argument must be a name (or name: description), found {kind_name(item)}", item.span)
+            self.bag.error(codes.WRONG_TYPE, f"an argument must be a name (or name: description), found {kind_name(item)}",
+                           item.span, hint="write - name or - name: what it holds")
             return None
         name = name_node.text.strip()
         if not is_name(name):
@@ -308,7 +312,8 @@ class AdlLowering:
             if isinstance(file_node, YScalar) and file_node.text.strip():
                 sources.append(self.source(file_node))
             else:
-                self.bag.error(codes.WRONG_TYPE, f"'file' must be a path or URL, found {kind_name(file_node)}", file_node.span)
+                self.bag.error(codes.WRONG_TYPE, f"'file' must be a path or URL, found {kind_name(file_node)}",
+                               file_node.span, hint="write file: docs/policy.pdf")
         faq = self.faq(node.get("faq"))
         if not sources and not faq and "sources" not in node and "faq" not in node:
             self.bag.warning(codes.EMPTY_KB, f"kb agent '{name}' has no sources and no faq", header["span"],
@@ -327,7 +332,8 @@ class AdlLowering:
             if isinstance(item, YScalar) and item.text.strip():
                 result.append(self.source(item))
             else:
-                self.bag.error(codes.WRONG_TYPE, f"a source must be a path or URL, found {kind_name(item)}", item.span)
+                self.bag.error(codes.WRONG_TYPE, f"a source must be a path or URL, found {kind_name(item)}", item.span,
+                               hint="write - docs/policy.pdf or - https://example.com/help")
         return result
 
     def source(self, item: YScalar) -> KnowledgeSource:
@@ -401,7 +407,8 @@ class AdlLowering:
         tools = []
         for item in node.items:
             if not isinstance(item, YScalar) or not item.text.strip():
-                self.bag.error(codes.WRONG_TYPE, f"a uses entry must be a tool name, found {kind_name(item)}", item.span)
+                self.bag.error(codes.WRONG_TYPE, f"a uses entry must be a tool name, found {kind_name(item)}", item.span,
+                               hint="write - tool_name")
                 continue
             tool = item.text.strip()
             if tool not in self.catalog.tools:
@@ -412,7 +419,8 @@ class AdlLowering:
     def positive_int(self, node: YNode | None, what: str) -> int | None:
         number = node.value if isinstance(node, YScalar) else None
         if isinstance(number, bool) or not isinstance(number, int) or number < 1:
-            self.bag.error(codes.WRONG_TYPE, f"'{what}' must be a positive whole number", node.span if node else None)
+            self.bag.error(codes.WRONG_TYPE, f"'{what}' must be a positive whole number", node.span if node else None,
+                           hint=f"for example {what}: 8")
             return None
         return number
 
@@ -457,7 +465,8 @@ class AdlLowering:
             if member is None:
                 continue
             if any(m.agent == member.agent for m in members):
-                self.bag.warning(codes.DUPLICATE_MEMBER, f"agent '{member.agent}' is listed twice in contains", item.span)
+                self.bag.warning(codes.DUPLICATE_MEMBER, f"agent '{member.agent}' is listed twice in contains", item.span,
+                                 hint="remove the duplicate (merge their args: if both have some)")
                 continue
             members.append(member)
         return members
@@ -468,7 +477,8 @@ class AdlLowering:
         elif isinstance(item, YMap) and len(item.pairs) == 1:
             name_node, options = item.pairs[0]
         else:
-            self.bag.error(codes.WRONG_TYPE, "a contains item must be an agent name or 'name: {args: ...}'", item.span)
+            self.bag.error(codes.WRONG_TYPE, "a contains item must be an agent name or 'name: {args: ...}'", item.span,
+                           hint="write - agent_name, or - agent_name: with args: under it")
             return None
         name = name_node.text.strip()
         if not self.scope.is_agent(name):
@@ -482,7 +492,8 @@ class AdlLowering:
         if options is None or (isinstance(options, YScalar) and options.plain and options.value is None):
             return []
         if not isinstance(options, YMap):
-            self.bag.error(codes.WRONG_TYPE, f"member options must be a mapping with args:, found {kind_name(options)}", options.span)
+            self.bag.error(codes.WRONG_TYPE, f"member options must be a mapping with args:, found {kind_name(options)}",
+                           options.span, hint="write args: with member_arg: ensemble_arg lines under it")
             return []
         for key in options.keys.values():
             if key.text != "args":
@@ -494,13 +505,15 @@ class AdlLowering:
 
     def binding(self, router: str, member: str, key: YScalar, value: YNode) -> ArgBinding | None:
         if not isinstance(value, YScalar) or not value.text.strip():
-            self.bag.error(codes.WRONG_TYPE, "a binding must name an argument of the ensemble (optionally 'ref name')", value.span)
+            self.bag.error(codes.WRONG_TYPE, "a binding must name an argument of the ensemble (optionally 'ref name')",
+                           value.span, hint="write member_arg: ensemble_arg or member_arg: ref ensemble_arg")
             return None
         words = value.text.split()
         two_way = len(words) == 2 and words[0] == "ref"
         router_arg = words[-1] if two_way or len(words) == 1 else value.text.strip()
         ok = True
-        for owner, arg, span in ((member, key.text.strip(), key.span), (router, router_arg, value.span)):
+        router_span = inner_span(value, value.text.find(router_arg) + 1)
+        for owner, arg, span in ((member, key.text.strip(), key.span), (router, router_arg, router_span)):
             if arg not in self.scope.args_of(owner):
                 ok = False
                 args = self.scope.args_of(owner)
