@@ -524,15 +524,20 @@ class AdlLowering:
 
 
 def resolve_source_path(location: str, root: Path) -> str | None:
-    """Find a KB path: beside the program, then from the current directory, then dropping leading folders.
+    """Find a KB path: beside the program, then inside it after dropping leading folders, then from the cwd.
 
+    MICA programs write paths relative to MICA's repository (`./examples/retail_banking/docs` inside
+    retail_banking/ means `docs/`). Places inside the program folder win over the current directory,
+    so a program never picks up a same-named folder from wherever Frontdesk happens to run.
     Returns the path relative to `root` (POSIX separators), or None when nothing exists.
     """
     written = Path(os.path.expanduser(location))
-    candidates = [root / written, Path.cwd() / written] if not written.is_absolute() else [written]
-    parts = [p for p in written.parts if p not in (".", "")]
-    if not written.is_absolute():
-        candidates += [root.joinpath(*parts[k:]) for k in range(1, len(parts))]
+    if written.is_absolute():
+        candidates = [written]
+    else:
+        parts = [p for p in written.parts if p not in (".", "")]
+        candidates = [root / written] + [root.joinpath(*parts[k:]) for k in range(1, len(parts))]
+        candidates.append(Path.cwd() / written)
     for candidate in candidates:
         try:
             if candidate.exists():

@@ -44,6 +44,10 @@ EXTRA_KEYS: dict[str, tuple[str, ...]] = {
     "else if": ("then", "else"),
 }
 RETURN_ALIASES = {"succeed": "success", "succeeded": "success", "successful": "success", "fail": "error", "failure": "error"}
+CONDITION_HINT = (
+    'conditions look like: the user claims "yes", "sure" | x == "value" | x != None | amount > 0 '
+    '| re.match(r"^[0-9]+$", code), combined with and / or / not'
+)
 FULLWIDTH_MARKERS = {"\uff5c": "|", "\uff1e": ">"}
 
 
@@ -156,7 +160,8 @@ class StepLowering:
         entry = None
         for number, block in enumerate(self.split_begin_end(items)):
             if not block.items:
-                self.bag.error(codes.EMPTY_STEPS, "this begin/end block has no steps", block.span)
+                self.bag.error(codes.EMPTY_STEPS, "this begin/end block has no steps", block.span,
+                               hint="add steps between begin and end, or remove the block")
             first = self.block(block.items, "steps", None)
             if number == 0:
                 entry = first
@@ -327,7 +332,8 @@ class StepLowering:
             elif key not in allowed:
                 self.unknown_key(item.keys[key], f"'{keyword}' step", (keyword,) + allowed)
         if keyword == "begin":
-            self.bag.error(codes.BEGIN_END, "begin/end blocks may only appear directly in an agent's steps", item.span)
+            self.bag.error(codes.BEGIN_END, "begin/end blocks may only appear directly in an agent's steps", item.span,
+                           hint="move the block to the agent's steps: list")
             return None
         if keyword == "user" and not (isinstance(item.get("user"), YScalar) and item.get("user").value is None):
             self.bag.error(codes.WRONG_TYPE, "'user' takes no value", item.span, hint="write - user")
@@ -339,7 +345,8 @@ class StepLowering:
         if text == "user":
             return "user"
         if text in ("begin", "end"):
-            self.bag.error(codes.BEGIN_END, f"'{text}' may only appear directly in an agent's steps", item.span)
+            self.bag.error(codes.BEGIN_END, f"'{text}' may only appear directly in an agent's steps", item.span,
+                           hint="move the block to the agent's steps: list")
         elif not text:
             self.bag.error(codes.WRONG_TYPE, "empty step", item.span, hint="remove the '-' or write a step")
         elif text in STEP_KEYWORDS or text.rstrip(":") in STEP_KEYWORDS:
@@ -470,7 +477,8 @@ class StepLowering:
                 if isinstance(item, YMap) and len(item.pairs) == 1:
                     pairs.append(item.pairs[0])
                 else:
-                    self.bag.error(codes.WRONG_TYPE, "each args item must be one 'name: value' pair", item.span)
+                    self.bag.error(codes.WRONG_TYPE, "each args item must be one 'name: value' pair", item.span,
+                                   hint="write - name: value")
             return pairs
         self.bag.error(codes.WRONG_TYPE, f"'args' must be a mapping of name: value, found {kind_name(node)}", node.span,
                        hint="write args: followed by indented lines like  name: value")
@@ -547,7 +555,7 @@ class StepLowering:
             template = parse_template(text, self.agent)
         except TemplateSyntaxError as exc:
             self.bag.error(codes.BAD_TEMPLATE, f"bad ${{...}} in text: {exc.message}", inner_span(value, exc.column),
-                           getattr(exc, "hint", None))
+                           getattr(exc, "hint", None) or "write ${name} or ${agent.name}")
             return Template(source=text, parts=[])
         for ref in template_refs(template):
             self.scope.check_ref(ref, self.agent, value.span)
@@ -567,7 +575,7 @@ class StepLowering:
             condition = parse_condition(node.text, self.agent)
         except ExprSyntaxError as exc:
             self.bag.error(codes.BAD_CONDITION, f"bad condition: {exc.message}", inner_span(node, exc.column),
-                           getattr(exc, "hint", None))
+                           getattr(exc, "hint", None) or CONDITION_HINT)
             return placeholder
         if isinstance(condition, ExprCondition):
             for ref in collect_refs(condition.expr):

@@ -87,7 +87,8 @@ def _read_tool_file(path: Path, shown: str, relative: str, entry_span: Span | No
     try:
         source = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
-        bag.error(TOOL_FILE, f"cannot read tool file {shown}: {exc}", entry_span or Span(file=shown))
+        bag.error(TOOL_FILE, f"cannot read tool file {shown}: {exc}", entry_span or Span(file=shown),
+                  hint="save the tool file as UTF-8 text")
         return []
     try:
         tree = ast.parse(source, filename=shown)
@@ -96,7 +97,8 @@ def _read_tool_file(path: Path, shown: str, relative: str, entry_span: Span | No
         bag.error(TOOL_SYNTAX, f"Python syntax error in tool file: {exc.msg}", span, hint="fix the Python file; it is parsed, not run")
         return []
     except (ValueError, RecursionError) as exc:
-        bag.error(TOOL_SYNTAX, f"cannot parse tool file: {exc}", Span(file=shown, line=1, column=1))
+        bag.error(TOOL_SYNTAX, f"cannot parse tool file: {exc}", Span(file=shown, line=1, column=1),
+                  hint="fix the Python file; it is parsed, not run")
         return []
     found = []
     for stmt in tree.body:

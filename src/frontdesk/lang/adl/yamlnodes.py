@@ -181,17 +181,20 @@ def compose_yaml(text: str, file: str, bag: DiagnosticBag) -> YNode | None:
         bag.error(YAML_SYNTAX, f"YAML syntax error: {problem}{context}", span, hint=_yaml_hint(problem))
         return None
     except yaml.YAMLError as exc:
-        bag.error(YAML_SYNTAX, f"YAML syntax error: {exc}", Span(file=file, line=1, column=1))
+        bag.error(YAML_SYNTAX, f"YAML syntax error: {exc}", Span(file=file, line=1, column=1),
+                  hint="check the file is one YAML document")
         return None
     except RecursionError:
-        bag.error(YAML_SYNTAX, "YAML nesting is too deep", Span(file=file, line=1, column=1))
+        bag.error(YAML_SYNTAX, "YAML nesting is too deep", Span(file=file, line=1, column=1),
+                  hint="flatten the structure")
         return None
     if root is None:
         return None
     try:
         return _Converter(file, bag).convert(root)
     except _TooLarge:
-        bag.error(YAML_SYNTAX, "YAML document is too large (too many nodes or aliases)", Span(file=file, line=1, column=1))
+        bag.error(YAML_SYNTAX, "YAML document is too large (too many nodes or aliases)",
+                  Span(file=file, line=1, column=1), hint="avoid deeply repeated YAML aliases")
         return None
 
 

@@ -1,0 +1,541 @@
+"""The turn engine on small ADL programs: each step kind, conditions, bindings, policies, errors, call economy."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from frontdesk.lang import load_program
+from frontdesk.llm import ScriptedProvider
+from frontdesk.runtime.engine import Engine, SessionNotFound
+from frontdesk.runtime.state import SessionState
+from frontdesk.runtime.tools import normalise_return
+from frontdesk.store.memory import MemorySessionStore
+from frontdesk.store.sqlite import SqliteSessionStore
+from frontdesk.testing import run_conversation
+
+TOOLS = '''
+def lookup(code: str):
+    """Look a code up."""
+    print("looked up " + code)
+    if code == "boom":
+        raise ValueError("database down")
+    if code == "bad":
+        return [{"status": "error", "msg": "unknown code"}]
+    return [{"status": "success", "msg": "found"}, {"bot": "Code " + code + " is valid."},
+            {"arg": "owner", "value": "Ada"}, {"arg": "count", "value": 3}]
+
+def plain():
+    """Returns a bare dict."""
+    return {"colour": "blue"}
+'''
+
+
+def program(tmp_path: Path, text: str, tools: str | None = None):
+    (tmp_path / "agents.yml").write_text(textwrap.dedent(text), encoding="utf-8")
+    if tools is not None:
+        (tmp_path / "tools.py").write_text(tools, encoding="utf-8")
+    prog, diags = load_program(tmp_path)
+    errors = [d.format() for d in diags if d.is_error]
+    assert prog is not None and not errors, errors
+    return prog
+
+
+def said(run) -> list[str]:
+    return run.bot_lines
+
+
+def llm_calls(run) -> list[str]:
+    return [e["data"]["purpose"] for e in run.events_of("llm_call")]
+
+
+def test_bot_user_set_and_interpolation(tmp_path):
+    prog = program(tmp_path, """
+        main:
+          type: flow agent
+          args: [name, greeting]
+          steps:
+            - set:
+                greeting: "Welcome"
+                name: "Ada"
+            - bot: "${greeting}, ${name}! ${main.name} again. It costs $5."
+            - user
+            - bot: "You said something."
+    """)
+    run = run_conversation(prog, ["hello"], None)
+    assert said(run) == ["Welcome, Ada! Ada again. It costs $5.", "You said something."]
+    assert run.turns[-1].ended  # the main flow finished
+    assert llm_calls(run) == []
+
+
+def test_expression_conditions_make_no_llm_call(tmp_path):
+    prog = program(tmp_path, """
+        main:
+          type: flow agent
+          args: [code, n]
+          steps:
+            - set:
+                code: "AB-12"
+                n: 3
+            - if: code == None
+              then:
+                - bot: "none"
+            - else if: re.match("[A-Z]+-[0-9]+", code) and n > 2 and not n >= 10
+              then:
+                - bot: "pattern ok"
+              else:
+                - bot: "no match"
+            - if: n != 3 or code != "AB-12"
+              then:
+                - bot: "wrong"
+              else:
+                - bot: "values ok"
+            - if: n < 3
+              then:
+                - bot: "small"
+    """)
+    run = run_conversation(prog, [], ScriptedProvider([]))
+    assert said(run) == ["pattern ok", "values ok"]
+    results = [(e["data"]["condition"], e["data"]["result"]) for e in run.events_of("condition_evaluated")]
+    assert results[0] == ("code == None", False)
+    assert results[1][1] is True
+    assert llm_calls(run) == []
+
+
+def test_all_claims_of_one_chain_take_a_single_call(tmp_path):
+    prog = program(tmp_path, """
+        main:
+          type: flow agent
+          steps:
+            - bot: "How can I help?"
+            - user
+            - if: the user claims "I want to buy", "Order something"
+              then:
+                - bot: "buying"
+            - else if: the user claims "Return an item"
+              then:
+                - bot: "returning"
+            - else if: the user claims "Talk to a person"
+              then:
+                - bot: "human"
+              else:
+                - bot: "unknown"
+    """)
+    llm = ScriptedProvider([{"purpose": "understand", "expect": "Talk to a person",
+                             "call": "understand", "with": {"choice": "3"}}])
+    run = run_conversation(prog, ["can I speak to someone"], llm)
+    assert said(run)[-1] == "human"
+    assert llm_calls(run) == ["understand"]
+    choices = llm.calls[0].tools[0].parameters["properties"]["choice"]["enum"]
+    assert choices == ["1", "2", "3", "none"]
+
+
+def test_none_choice_takes_else_and_unmatched_claims_without_else_fall_back(tmp_path):
+    prog = program(tmp_path, """
+        main:
+          type: flow agent
+          fallback: 'Reply with "Please answer yes or no."'
+          steps:
+            - bot: "Continue?"
+            - user
+            - if: the user claims "Yes"
+              then:
+                - bot: "going on"
+            - else if: the user claims "No"
+              then:
+                - bot: "stopping"
+            - bot: "end"
+    """)
+    llm = ScriptedProvider([
+        {"call": "understand", "with": {"choice": "none"}},
+        {"call": "understand", "with": {"choice": "2"}},
+    ])
+    run = run_conversation(prog, ["banana", "no"], llm)
+    assert said(run) == ["Continue?", "Please answer yes or no.", "stopping", "end"]
+    assert run.events_of("fallback")[0]["data"]["count"] == 1
+
+
+def test_label_next_and_tries(tmp_path):
+    prog = program(tmp_path, """
+        main:
+          type: flow agent
+          args: [attempt]
+          steps:
+            - label: again
+            - bot: "Enter the code"
+            - user
+            - if: attempt == None
+              then:
+                - next: again
+                  tries: 2
+                - bot: "Too many attempts."
+    """)
+    run = run_conversation(prog, ["1", "2", "3"], None)
+    assert said(run) == ["Enter the code"] * 3 + ["Too many attempts."]
+    exhausted = run.events_of("tries_exhausted")
+    assert len(exhausted) == 1 and exhausted[0]["data"]["tries"] == 2
+
+
+def test_subflows_call_return_and_status(tmp_path):
+    prog = program(tmp_path, """
+        main:
+          type: flow agent
+          args: [is_new, discount]
+          steps:
+            - begin
+            - set:
+                is_new: True
+            - call: get_discount
+            - if: get_discount.success
+              then:
+                - bot: "Discount ${discount}"
+              else:
+                - bot: "No discount"
+            - next: farewell
+            - end
+            - begin: get_discount
+            - if: is_new == True
+              then:
+                - set:
+                    discount: 0.9
+                - return: success, Load discount successful.
+              else:
+                - return: error, No discount applied.
+            - end
+            - begin: farewell
+            - bot: "Bye"
+            - end
+    """)
+    run = run_conversation(prog, [], None)
+    assert said(run) == ["Discount 0.9", "Bye"]
+    state = run.engine.load_state(run.session_id)
+    assert state.records["main/get_discount"]["__status"] == "success"
+
+
+def test_return_ends_the_agent_with_status_for_the_caller(tmp_path):
+    prog = program(tmp_path, """
+        main:
+          type: flow agent
+          steps:
+            - call: check
+            - if: check.error
+              then:
+                - bot: "check failed: ${check.message}"
+        check:
+          type: flow agent
+          description: checks
+          steps:
+            - return: error, nothing to check
+            - bot: "never said"
+    """)
+    run = run_conversation(prog, [], None)
+    assert said(run) == ["check failed: nothing to check"]
+
+
+def test_tool_call_with_args_and_return_convention(tmp_path):
+    prog = program(tmp_path, """
+        main:
+          type: flow agent
+          args: [owner, code]
+          steps:
+            - set:
+                code: "X1"
+            - call: lookup
+              args:
+                code: code
+            - bot: "Owner ${lookup.owner} / mine ${owner}, count ${lookup.count}, status ${lookup.status}"
+            - call: plain
+            - bot: "Colour ${plain.colour}"
+    """, TOOLS)
+    run = run_conversation(prog, [], None)
+    assert said(run) == ["Code X1 is valid.", "Owner Ada / mine Ada, count 3, status success", "Colour blue"]
+    result = run.events_of("tool_result")[0]["data"]
+    assert result["message"] == "looked up X1\nfound"  # printed output goes to the caller
+
+
+def test_tool_errors_go_to_the_flow_not_to_a_traceback(tmp_path):
+    prog = program(tmp_path, """
+        main:
+          type: flow agent
+          steps:
+            - call: lookup
+              args:
+                code: "boom"
+            - if: lookup.error
+              then:
+                - bot: "Lookup failed: ${lookup.message}"
+            - call: lookup
+              args:
+                code: "bad"
+            - if: lookup.status == "error"
+              then:
+                - bot: "Second lookup: ${lookup.message}"
+    """, TOOLS)
+    run = run_conversation(prog, [], None)
+    assert said(run)[0].startswith("Lookup failed: looked up boom")
+    assert "ValueError: database down" in said(run)[0]
+    assert said(run)[1] == "Second lookup: looked up bad\nunknown code"
+    assert run.events_of("error")[0]["data"]["where"] == "tool lookup"
+
+
+def test_normalise_return_reads_the_adl_convention():
+    r = normalise_return([{"status": "error", "msg": "no"}, {"bot": "hi"}, {"arg": "a", "value": 1},
+                          {"slot_name": "b", "value": 2}])
+    assert (r.status, r.message, r.bot, r.args) == ("error", "no", ["hi"], {"a": 1, "b": 2})
+    assert normalise_return({"error": "bad"}).status == "error"
+    assert normalise_return("text").message == "text"
+    assert normalise_return(None).status == "success"
+
+
+ENSEMBLE = """
+main:
+  type: flow agent
+  steps:
+    - call: desk
+desk:
+  type: ensemble agent
+  description: front desk
+  args: [user_name, city]
+  contains:
+    - greeter:
+        args:
+          name: ref user_name
+    - weather:
+        args:
+          place: city
+    - faq
+  steps:
+    - set:
+        user_name: "Ada"
+        city: "Paris"
+    - bot: "Hello!"
+greeter:
+  type: flow agent
+  description: greets and renames the user
+  args: [name]
+  steps:
+    - bot: "Hi ${name}, what should I call you?"
+    - user
+    - set:
+        name: "Grace"
+    - bot: "Noted, ${name}."
+weather:
+  type: flow agent
+  description: tells the weather
+  args: [place]
+  steps:
+    - bot: "Sunny in ${place}."
+    - set:
+        place: "Rome"
+faq:
+  type: kb agent
+  description: answers questions
+  faq:
+    - q: What are your opening hours?
+      a: We open at 9.
+"""
+
+
+def test_ensemble_routes_and_binds_arguments_both_ways(tmp_path):
+    prog = program(tmp_path, ENSEMBLE)
+    llm = ScriptedProvider([
+        {"purpose": "route", "call": "route", "with": {"agent": "greeter"}},
+        {"purpose": "route", "call": "route", "with": {"agent": "weather"}},
+        {"purpose": "route", "call": "route", "with": {"agent": "faq"}},
+    ])
+    run = run_conversation(prog, ["hi", "call me Grace", "weather?", "What are your opening hours?"], llm)
+    assert said(run) == ["Hello!", "Hi Ada, what should I call you?", "Noted, Grace.", "Sunny in Paris.",
+                         "We open at 9."]
+    state = run.engine.load_state(run.session_id)
+    assert state.records["desk"]["user_name"] == "Grace"  # `ref`: the member wrote the ensemble's argument
+    assert state.records["desk"]["city"] == "Paris"  # one-way: the member's change stays its own
+    assert state.records["weather"]["place"] == "Rome"
+    assert llm_calls(run) == ["route", "route", "route"]  # the FAQ answer needs no model
+
+
+def test_route_to_none_uses_the_ensemble_fallback_agent(tmp_path):
+    text = ENSEMBLE.replace("  description: front desk\n", "  description: front desk\n  fallback: faq\n")
+    prog = program(tmp_path, text)
+    llm = ScriptedProvider([{"purpose": "route", "call": "route", "with": {"agent": "none"}}])
+    run = run_conversation(prog, ["what are your opening hours"], llm)
+    assert said(run)[-1] == "We open at 9."
+
+
+def test_llm_failure_in_routing_apologises_and_keeps_the_session(tmp_path):
+    prog = program(tmp_path, ENSEMBLE)
+    llm = ScriptedProvider([{"purpose": "route", "error": "HTTP 500 from the model server"},
+                            {"purpose": "route", "call": "route", "with": {"agent": "weather"}}])
+    run = run_conversation(prog, ["weather?", "weather please"], llm)
+    assert "trouble" in said(run)[1]
+    assert said(run)[2] == "Sunny in Paris."
+    assert run.events_of("error")[0]["data"]["where"] == "routing"
+
+
+def test_reasoning_agent_fills_args_calls_tools_and_finishes(tmp_path):
+    prog = program(tmp_path, """
+        main:
+          type: flow agent
+          steps:
+            - call: helper
+            - bot: "Helper said ${helper.status}; code was ${helper.code}"
+        helper:
+          type: llm agent
+          description: looks codes up
+          args: [code, owner]
+          prompt: Ask for a code and look it up with lookup.
+          uses: [lookup]
+    """, TOOLS)
+    llm = ScriptedProvider([
+        {"purpose": "reason", "reply": "Which code?"},
+        {"purpose": "reason", "calls": [{"name": "set_args", "arguments": {"code": "Z9"}}]},
+        {"purpose": "reason", "call": "lookup", "with": {}},
+        {"purpose": "reason", "expect": "owner=", "reply": "Z9 belongs to Ada.",
+         "calls": [{"name": "finish", "arguments": {"status": "success"}}]},
+    ])
+    run = run_conversation(prog, ["Z9 please"], llm)
+    assert said(run) == ["Which code?", "Code Z9 is valid.", "Z9 belongs to Ada.",
+                         "Helper said success; code was Z9"]
+    called = run.events_of("tool_called")[0]["data"]
+    assert called["args"] == {"code": "Z9"}  # filled from the agent's argument
+    state = run.engine.load_state(run.session_id)
+    assert state.records["helper"]["owner"] == "Ada"
+    schemas = {t.name for t in llm.calls[0].tools}
+    assert schemas == {"lookup", "set_args", "finish", "hand_back"}
+
+
+def test_reasoning_agent_hands_back_and_resumes_later(tmp_path):
+    prog = program(tmp_path, """
+        main:
+          type: flow agent
+          steps:
+            - call: desk
+        desk:
+          type: ensemble agent
+          description: desk
+          contains: [helper, faq]
+        helper:
+          type: llm agent
+          description: looks codes up
+          args: [code]
+          prompt: Ask for a code.
+        faq:
+          type: kb agent
+          description: answers questions
+          faq:
+            - q: What are your opening hours?
+              a: We open at 9.
+    """)
+    llm = ScriptedProvider([
+        {"purpose": "route", "call": "route", "with": {"agent": "helper"}},
+        {"purpose": "reason", "reply": "Which code?"},
+        {"purpose": "reason", "call": "hand_back", "with": {"reason": "opening hours"}},
+        {"purpose": "route", "expect": "faq", "call": "route", "with": {"agent": "faq"}},
+    ])
+    run = run_conversation(prog, ["look up a code", "What are your opening hours?"], llm)
+    assert said(run) == ["Which code?", "We open at 9.", "Which code?"]
+    route_tools = llm.calls[-1].tools[0].parameters["properties"]["agent"]["enum"]
+    assert "helper" not in route_tools  # the agent that handed back is not offered again
+    assert [e["agent"] for e in run.events_of("agent_resumed")] == ["helper"]
+
+
+def test_fallback_policy_naming_an_agent_and_exit_policy(tmp_path):
+    prog = program(tmp_path, """
+        main:
+          type: flow agent
+          steps:
+            - call: asker
+        asker:
+          type: flow agent
+          description: asks
+          fallback: helpdesk
+          exit: goodbye
+          steps:
+            - bot: "Yes or no?"
+            - user
+            - if: the user claims "yes"
+              then:
+                - bot: "Great"
+        helpdesk:
+          type: flow agent
+          description: explains
+          steps:
+            - bot: "Please just say yes or no."
+        goodbye:
+          type: flow agent
+          description: says goodbye
+          steps:
+            - bot: "Goodbye!"
+    """)
+    llm = ScriptedProvider([{"call": "understand", "with": {"choice": "none"}},
+                            {"call": "understand", "with": {"choice": "1"}}])
+    run = run_conversation(prog, ["hmm", "yes"], llm)
+    assert said(run) == ["Yes or no?", "Please just say yes or no.", "Great", "Goodbye!"]
+
+
+def test_arguments_are_extracted_only_where_the_flow_reads_them(tmp_path):
+    prog = program(tmp_path, """
+        main:
+          type: flow agent
+          args: [amount, note]
+          steps:
+            - bot: "How much?"
+            - user
+            - if: amount != None
+              then:
+                - bot: "Sending ${amount}."
+            - bot: "Anything else?"
+            - user
+            - set:
+                note: "done"
+            - bot: "${note}"
+    """)
+    llm = ScriptedProvider([{"purpose": "understand", "expect": "amount", "call": "understand",
+                             "with": {"args": {"amount": 25}}}])
+    run = run_conversation(prog, ["twenty-five pounds", "no"], llm)
+    assert said(run) == ["How much?", "Sending 25.", "Anything else?", "done"]
+    assert llm_calls(run) == ["understand"]  # the second answer is never read: no call
+
+
+def test_infinite_loop_without_user_step_is_stopped(tmp_path):
+    prog = program(tmp_path, """
+        main:
+          type: flow agent
+          steps:
+            - label: top
+            - bot: "again"
+            - next: top
+    """)
+    run = run_conversation(prog, [], None)
+    assert run.events_of("error")
+    assert len(said(run)) < 600
+
+
+def test_state_is_plain_json_and_survives_a_new_process(tmp_path):
+    prog = program(tmp_path, ENSEMBLE)
+    db = tmp_path / "s.sqlite3"
+    llm = ScriptedProvider([{"call": "route", "with": {"agent": "greeter"}}])
+    first = Engine(prog, llm, SqliteSessionStore(db))
+    sid = first.start().session_id
+    first.send(sid, "hi")
+    # A second engine (as in another process) continues the conversation from the store alone.
+    second = Engine(prog, ScriptedProvider([]), SqliteSessionStore(db))
+    result = second.send(sid, "call me Grace")
+    assert [m.text for m in result.messages] == ["Noted, Grace."]
+    raw = SqliteSessionStore(db).load(sid)
+    assert SessionState.model_validate(raw).history[-1].text == "Noted, Grace."
+    with pytest.raises(SessionNotFound):
+        second.send("missing", "hi")
+
+
+def test_same_answers_give_the_same_turns(tmp_path):
+    prog = program(tmp_path, ENSEMBLE)
+
+    def once():
+        llm = ScriptedProvider([{"call": "route", "with": {"agent": "greeter"}}])
+        run = run_conversation(prog, ["hi", "Grace"], llm, store=MemorySessionStore())
+        return [(e["type"], e["agent"], {k: v for k, v in e["data"].items() if k != "messages"})
+                for e in run.events if e["type"] != "session_started"]
+
+    assert once() == once()
