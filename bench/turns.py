@@ -1,0 +1,53 @@
+"""Benchmark: replay every example conversation and print, per conversation, turns, LLM calls
+per turn, tokens and the engine's own time per turn (model time excluded: the model is scripted).
+
+Run: python bench/turns.py [--repeat N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from frontdesk.lang import load_program
+from frontdesk.llm import ScriptedProvider
+from frontdesk.testing import load_conversation, run_conversation
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    os.environ.setdefault("FRONTDESK_EXAMPLE_TODAY", "2026-11-22")
+    rows = []
+    for path in sorted(ROOT.glob("examples/*/conversations/*.yml")):
+        program, _ = load_program(path.parent.parent)
+        spec = load_conversation(path)
+        timings = []
+        for _ in range(args.repeat):
+            with tempfile.TemporaryDirectory() as data:
+                os.environ["FRONTDESK_EXAMPLE_DB_DIR"] = data
+                start = time.perf_counter()
+                run = run_conversation(program, [str(u) for u in spec["user"]], ScriptedProvider(spec["llm"]))
+                timings.append(time.perf_counter() - start)
+        turns = len(spec["user"])
+        calls = run.events_of("llm_call")
+        tokens = sum(e["data"].get("prompt_tokens", 0) + e["data"].get("completion_tokens", 0) for e in calls)
+        rows.append((f"{path.parent.parent.name}/{path.stem}", turns, len(calls), len(calls) / max(turns, 1),
+                     tokens, statistics.median(timings) * 1000 / (turns + 1)))
+    header = f"{'conversation':34} {'turns':>5} {'llm calls':>9} {'calls/turn':>10} {'tokens*':>8} {'ms/turn':>8}"
+    print(header)
+    print("-" * len(header))
+    for name, turns, calls, per, tokens, ms in rows:
+        print(f"{name:34} {turns:5d} {calls:9d} {per:10.2f} {tokens:8d} {ms:8.2f}")
+    print("* tokens estimated by the scripted model (characters / 4); ms/turn includes tool calls and SQLite")
+
+
+if __name__ == "__main__":
+    main()
