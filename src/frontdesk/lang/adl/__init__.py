@@ -86,14 +86,18 @@ def _load_file(file_path: Path, shown: str, bag: DiagnosticBag) -> Program | Non
     program = AdlLowering(document, root, shown, catalog, bag).lower()
     program.root = str(root)
     program.sources = [file_path.resolve().relative_to(root).as_posix()]
-    config = find_config(root)
-    if config is not None:
-        config_shown = str(Path(shown).parent / config.name)
-        program.settings = load_settings(config, config_shown, bag)
-        program.sources.append(config.name)
+    _apply_config(program, root, shown, bag)
     program.sources.extend(f for f in catalog.files if f not in program.sources)
     analyze_program(program, bag, ADL_ANALYSIS_CODES)
     return program
+
+
+def _apply_config(program: Program, root: Path, shown: str, bag: DiagnosticBag) -> None:
+    """Read config.yml (or config.yaml) beside the program into program.settings."""
+    config = find_config(root)
+    if config is not None:
+        program.settings = load_settings(config, str(Path(shown).parent / config.name), bag)
+        program.sources.append(config.name)
 
 
 def _tool_catalog(document: YMap, root: Path, shown: str, bag: DiagnosticBag) -> ToolCatalog:

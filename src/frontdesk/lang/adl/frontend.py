@@ -24,7 +24,7 @@ from frontdesk.ir.models import (
 
 from . import codes
 from .scope import AgentFacts, ProgramScope, collect_called_names, is_name
-from .steps import StepLowering, begin_block_names, inner_span, strip_fullwidth_marker
+from .steps import StepLowering, begin_block_names, inner_span, name_value_pairs, strip_fullwidth_marker
 from .tools import ToolCatalog
 from .yamlnodes import YMap, YNode, YScalar, YSeq, kind_name
 
@@ -411,7 +411,10 @@ class AdlLowering:
                                hint="write - tool_name")
                 continue
             tool = item.text.strip()
-            if tool not in self.catalog.tools:
+            if self.scope.is_agent(tool) and tool not in self.catalog.tools:
+                self.bag.error(codes.UNKNOWN_TOOL, f"'{tool}' is an agent, not a tool", item.span,
+                               hint="uses: lists Python functions; let an ensemble route to agents, or call: it from a flow")
+            elif tool not in self.catalog.tools:
                 self.scope.report_undefined(codes.UNKNOWN_TOOL, "tool", tool, agent, item.span)
             tools.append(tool)
         return tools
@@ -486,6 +489,10 @@ class AdlLowering:
             hint = f"did you mean '{guess}'?" if guess else f"agents: {', '.join(self.scope.agents)}"
             self.bag.error(codes.UNDEFINED_MEMBER, f"ensemble member '{name}' is not an agent", name_node.span, hint)
             return None
+        if name == router:
+            self.bag.error(codes.UNDEFINED_MEMBER, f"ensemble '{router}' cannot contain itself", name_node.span,
+                           hint="list the agents it chooses between")
+            return None
         return RouterMember(agent=name, bindings=self.bindings(router, name, options), span=item.span)
 
     def bindings(self, router: str, member: str, options: YNode | None) -> list[ArgBinding]:
@@ -500,7 +507,7 @@ class AdlLowering:
                 guess = did_you_mean(key.text, ("args",))
                 self.bag.error(codes.UNKNOWN_KEY, f"unknown key '{key.text}' in contains item '{member}'", key.span,
                                hint=(f"did you mean '{guess}'? " if guess else "") + "valid keys: args")
-        pairs = StepLowering(router, self.scope, self.bag).call_arg_pairs(options.get("args"))
+        pairs = name_value_pairs(options.get("args"), self.bag)
         return [b for b in (self.binding(router, member, k, v) for k, v in pairs) if b is not None]
 
     def binding(self, router: str, member: str, key: YScalar, value: YNode) -> ArgBinding | None:

@@ -94,6 +94,26 @@ def begin_block_names(steps: YNode | None) -> list[YScalar]:
     return found
 
 
+def name_value_pairs(node: YNode | None, bag: DiagnosticBag) -> list[tuple[YScalar, YNode]]:
+    """`args:` written as a mapping or as a list of one-key mappings, as (name, value) pairs."""
+    if node is None or (isinstance(node, YScalar) and node.plain and node.value is None):
+        return []
+    if isinstance(node, YMap):
+        return list(node.pairs)
+    if isinstance(node, YSeq):
+        pairs = []
+        for item in node.items:
+            if isinstance(item, YMap) and len(item.pairs) == 1:
+                pairs.append(item.pairs[0])
+            else:
+                bag.error(codes.WRONG_TYPE, "each args item must be one 'name: value' pair", item.span,
+                          hint="write - name: value")
+        return pairs
+    bag.error(codes.WRONG_TYPE, f"'args' must be a mapping of name: value, found {kind_name(node)}", node.span,
+              hint="write args: followed by indented lines like  name: value")
+    return []
+
+
 @dataclass
 class Unit:
     """One entry of a step list after grouping: a label, a single step, or an if/else-if/else chain."""
@@ -452,8 +472,8 @@ class StepLowering:
             return None
         name = value.text.strip()
         kind = self.call_kind(name, value.span)
-        args = [self.call_arg(key, item) for key, item in self.call_arg_pairs(unit.item.get("args"))]
-        self.check_call_args(name, kind, unit.item.get("args"), args, unit.item.span)
+        args = [self.call_arg(key, item) for key, item in name_value_pairs(unit.item.get("args"), self.bag)]
+        self.check_call_args(name, kind, args, unit.item.span)
         return InvokeNode(id=unit.id, span=unit.item.span, next=unit.next, target=name, target_kind=kind,
                           args=[a for a, _ in args])
 
@@ -466,31 +486,13 @@ class StepLowering:
             self.scope.report_undefined(codes.UNDEFINED_CALL, "call target", name, self.agent, span)
         return "tool"
 
-    def call_arg_pairs(self, node: YNode | None) -> list[tuple[YScalar, YNode]]:
-        if node is None or (isinstance(node, YScalar) and node.plain and node.value is None):
-            return []
-        if isinstance(node, YMap):
-            return list(node.pairs)
-        if isinstance(node, YSeq):
-            pairs = []
-            for item in node.items:
-                if isinstance(item, YMap) and len(item.pairs) == 1:
-                    pairs.append(item.pairs[0])
-                else:
-                    self.bag.error(codes.WRONG_TYPE, "each args item must be one 'name: value' pair", item.span,
-                                   hint="write - name: value")
-            return pairs
-        self.bag.error(codes.WRONG_TYPE, f"'args' must be a mapping of name: value, found {kind_name(node)}", node.span,
-                       hint="write args: followed by indented lines like  name: value")
-        return []
-
     def call_arg(self, key: YScalar, item: YNode) -> tuple[ArgValue, YScalar]:
         expr = self.scope.value_expr(item, self.agent)
         if isinstance(expr, Ref):
             self.scope.check_ref(expr, self.agent, item.span)
         return ArgValue(name=key.text.strip(), value=expr), key
 
-    def check_call_args(self, name: str, kind: str, args_node, args: list[tuple[ArgValue, YScalar]], span: Span) -> None:
+    def check_call_args(self, name: str, kind: str, args: list[tuple[ArgValue, YScalar]], span: Span) -> None:
         if kind == "subflow":
             for arg, key in args:
                 self.scope.check_ref(Ref(scope=self.agent, name=arg.name), self.agent, key.span)

@@ -105,7 +105,12 @@ def kind_name(node: YNode | None) -> str:
         return "a list"
     if node.plain and node.value is None:
         return "nothing (null)"
-    return "a text value" if isinstance(node.value, str) else f"a {type(node.value).__name__} value"
+    value = node.value
+    if isinstance(value, bool):
+        return f"the value {node.text}"
+    if isinstance(value, (int, float)):
+        return f"the number {node.text}"
+    return "a text value"
 
 
 class _TooLarge(Exception):
