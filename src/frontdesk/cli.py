@@ -20,8 +20,8 @@ app = typer.Typer(
     no_args_is_help=True,
     help="Frontdesk: check, compile, run and trace declarative chatbot programs (ADL).",
 )
-out = Console(highlight=False)
-err = Console(stderr=True, highlight=False)
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 STORE_ENV = "FRONTDESK_STORE"
 
