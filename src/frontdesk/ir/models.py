@@ -312,12 +312,22 @@ class ToolDef(IRModel):
         }
 
 
+class ThresholdSettings(IRModel):
+    """Overrides of the understanding thresholds (see frontdesk.nlu.base.Thresholds); None keeps the default."""
+
+    accept: float | None = None
+    margin: float | None = None
+    reject: float | None = None
+
+
 class ProgramSettings(IRModel):
     """Per-program runtime settings (from `config.yml` beside an ADL program)."""
 
     max_consecutive_fallbacks: int = 3
     history_window: int = 20
     llm: dict[str, Any] = Field(default_factory=dict)
+    # Per decision kind ("route", "claims"): when an embedding decision is sure enough to skip the LLM.
+    understanding: dict[Literal["route", "claims"], ThresholdSettings] = Field(default_factory=dict)
 
 
 class Program(IRModel):

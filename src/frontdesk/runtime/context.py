@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from frontdesk.expr import evaluate, format_value, render_template
 from frontdesk.ir.models import Expr, FlowAgent, Program, Ref, Template
 from frontdesk.llm.base import LLM, LLMError, LLMRequest, LLMResponse
+from frontdesk.nlu.base import Decision, Option, Thresholds, Understanding
 from frontdesk.runtime.events import EventLog
 from frontdesk.runtime.state import Frame, HistoryItem, SessionState
 from frontdesk.runtime.tools import ToolResult, ToolRunner
@@ -60,7 +61,32 @@ class TurnContext:
     log: EventLog
     aliases: dict[tuple[str, str], tuple[str, str]]
     knowledge: Any  # KnowledgeCache
+    understanding: Understanding | None = None
     said: list[BotMessage] = field(default_factory=list)
+
+    # ---- decisions -----------------------------------------------------------------
+
+    @property
+    def llm_classifies(self) -> bool:
+        """Whether an unsure embedding decision should go to the LLM (a small local model cannot classify)."""
+        return self.llm is not None and getattr(self.llm, "can_classify", True)
+
+    def thresholds(self, task: str) -> Thresholds | None:
+        override = self.program.settings.understanding.get(task)
+        if override is None:
+            return None
+        base = getattr(self.understanding, "thresholds_for", lambda t: Thresholds())(task)
+        return replace(base, **{k: v for k, v in override.model_dump().items() if v is not None})
+
+    def embed_decide(self, message: str, options: list[Option], task: str, agent: str | None) -> Decision | None:
+        """An embedding decision, or None when there is no understanding model or it failed."""
+        if self.understanding is None or not options or not message:
+            return None
+        try:
+            return self.understanding.decide(message, options, task, self.thresholds(task))
+        except Exception as exc:  # a broken local model must not end the conversation
+            self.log.emit("error", agent, where=f"{task} by embedding", message=f"{type(exc).__name__}: {exc}")
+            return None
 
     # ---- records -------------------------------------------------------------------
 

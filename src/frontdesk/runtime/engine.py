@@ -9,6 +9,7 @@ from typing import Callable
 
 from frontdesk.ir.models import Program, RouterAgent
 from frontdesk.llm.base import LLM
+from frontdesk.nlu.base import Understanding
 from frontdesk.runtime.answering import KnowledgeCache, KnowledgeExecutor
 from frontdesk.runtime.context import BotMessage, Outcome, TurnContext
 from frontdesk.runtime.events import Event, EventLog
@@ -58,13 +59,15 @@ class Engine:
 
     def __init__(self, program: Program, llm: LLM | None, store: SessionStore,
                  tools: ToolRunner | None = None, clock: Callable[[], float] | None = None,
-                 fetch_urls: bool = True, listener: Callable[[Event], None] | None = None) -> None:
+                 fetch_urls: bool = True, listener: Callable[[Event], None] | None = None,
+                 understanding: Understanding | None = None) -> None:
         self.program = program
         self.llm = llm
         self.store = store
         self.tools = tools or PythonToolRunner(program)
         self.clock = clock
         self.listener = listener
+        self.understanding = understanding
         self.knowledge = KnowledgeCache(program, fetch_urls=fetch_urls)
         self.aliases = binding_aliases(program)
         self.digest = program_digest(program)
@@ -112,7 +115,7 @@ class Engine:
     def _context(self, state: SessionState) -> TurnContext:
         log = EventLog(state.event_seq, state.turn, clock=self.clock, listener=self.listener)
         return TurnContext(program=self.program, state=state, llm=self.llm, tools=self.tools, log=log,
-                           aliases=self.aliases, knowledge=self.knowledge)
+                           aliases=self.aliases, knowledge=self.knowledge, understanding=self.understanding)
 
     def _finish(self, ctx: TurnContext) -> TurnResult:
         self._drive(ctx)

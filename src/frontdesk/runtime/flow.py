@@ -20,7 +20,9 @@ from frontdesk.ir.models import (
     StepGraph,
 )
 from frontdesk.llm.base import LLMError
+from frontdesk.nlu.base import Option
 from frontdesk.runtime import prompts
+from frontdesk.runtime.options import agent_examples, claims_options
 from frontdesk.runtime.context import Outcome, TurnContext
 from frontdesk.runtime.policies import apply_fallback, new_frame
 from frontdesk.runtime.state import Frame
@@ -116,6 +118,7 @@ class FlowExecutor:
         frame.pending_input = None
         frame.waiting = False
         frame.decisions.clear()
+        frame.decided_by.clear()
         outcome = self._understand(node, frame, ctx, graph)
         if outcome is not None:
             return outcome
@@ -123,40 +126,64 @@ class FlowExecutor:
         return None
 
     def _understand(self, node: ListenNode, frame: Frame, ctx: TurnContext, graph: StepGraph) -> Outcome | None:
-        """One call, only when needed: the claims choice ahead, topic switches, and arguments the flow reads."""
+        """At most one LLM call, only when needed: the claims choice ahead (unless embeddings
+        decided it), a topic switch, and arguments the flow is about to read."""
         branch = claims_branch_after(graph, node.next)
         values = ctx.values(frame.agent)
         extract = [n for n in args_read_after(graph, node.id, frame.agent) if values.get(n) is None]
         if branch is None and not extract:
             return None
-        agent = ctx.program.agents[frame.agent]
-        choices = claims_choices(branch) if branch else []
         switches = switch_candidates(ctx, frame) if branch else []
-        request = prompts.understand_request(agent, choices, switches, extract, ctx.state.history,
-                                             ctx.program.settings.history_window)
-        try:
-            response = ctx.complete(request, frame.agent)
-        except LLMError as exc:
-            ctx.log.emit("error", frame.agent, where="understand", message=str(exc))
-            if branch:
-                frame.decisions[branch.id] = prompts.NONE_CHOICE
-            return None
-        call = response.tool_calls[0].arguments if response.tool_calls else {}
-        args = call.get("args") or {}
-        if isinstance(args, dict) and extract:
-            for name, value in args.items():
-                if name in extract and value not in (None, ""):
-                    ctx.write(frame.agent, name, value, frame.agent, why="extracted from the user's message")
-            ctx.log.emit("args_extracted", frame.agent, args={k: v for k, v in args.items() if k in extract})
+        choice = self._choose_by_embedding(branch, switches, frame, ctx) if branch else None
+        ask_choice = branch is not None and choice is None
+        if ask_choice or extract:
+            agent = ctx.program.agents[frame.agent]
+            request = prompts.understand_request(
+                agent, claims_choices(branch) if ask_choice else [], switches if ask_choice else [], extract,
+                ctx.state.history, ctx.program.settings.history_window)
+            try:
+                response = ctx.complete(request, frame.agent)
+                call = response.tool_calls[0].arguments if response.tool_calls else {}
+            except LLMError as exc:
+                ctx.log.emit("error", frame.agent, where="understand", message=str(exc))
+                call = {}
+            self._apply_extracted(call.get("args"), extract, frame, ctx)
+            if ask_choice:
+                choice = str(call.get("choice", prompts.NONE_CHOICE))
+                frame.decided_by[branch.id] = "llm"
         if branch is None:
             return None
-        choice = str(call.get("choice", prompts.NONE_CHOICE))
         if choice.startswith("switch:") and choice[7:] in {s.name for s in switches}:
             frame.waiting = True  # resume here, at the question, after the other agent
-            ctx.log.emit("route_decided", frame.agent, agent=choice[7:], by="understand",
+            ctx.log.emit("route_decided", frame.agent, agent=choice[7:], by=f"understand ({frame.decided_by[branch.id]})",
                          reason="the user changed topic")
             return Outcome("switch", target=choice[7:])
-        frame.decisions[branch.id] = choice if choice in {k for k, _ in choices} else prompts.NONE_CHOICE
+        frame.decisions[branch.id] = choice if choice in {k for k, _ in claims_choices(branch)} else prompts.NONE_CHOICE
+        return None
+
+    def _apply_extracted(self, args, extract: list[str], frame: Frame, ctx: TurnContext) -> None:
+        if not extract or not isinstance(args, dict):
+            return
+        for name, value in args.items():
+            if name in extract and value not in (None, ""):
+                ctx.write(frame.agent, name, value, frame.agent, why="extracted from the user's message")
+        ctx.log.emit("args_extracted", frame.agent, args={k: v for k, v in args.items() if k in extract})
+
+    def _choose_by_embedding(self, branch: BranchNode, switches, frame: Frame, ctx: TurnContext) -> str | None:
+        """The claims choice when the embedding model can take it; None when an LLM must decide."""
+        options = claims_options(branch) + [
+            Option(f"switch:{a.name}", agent_examples(ctx.program, a.name)) for a in switches]
+        decision = ctx.embed_decide(ctx.last_user_message(), options, "claims", frame.agent)
+        if decision is None:
+            return None
+        if decision.sure or not ctx.llm_classifies:
+            frame.decided_by[branch.id] = "embedding" if decision.sure else "embedding (unsure, no LLM to ask)"
+            ctx.log.emit("step", frame.agent, action="claims decided by embedding", node=branch.id,
+                         choice=decision.choice or prompts.NONE_CHOICE, sure=decision.sure,
+                         score=round(decision.score, 3), margin=round(decision.margin, 3))
+            return decision.choice or prompts.NONE_CHOICE
+        ctx.log.emit("step", frame.agent, action="embedding unsure, asking the LLM", node=branch.id,
+                     best=decision.best, score=round(decision.score, 3), margin=round(decision.margin, 3))
         return None
 
     def _invoke(self, node: InvokeNode, frame: Frame, ctx: TurnContext, graph: StepGraph) -> Outcome | None:
@@ -178,9 +205,13 @@ class FlowExecutor:
 
     def _branch(self, node: BranchNode, frame: Frame, ctx: TurnContext, graph: StepGraph) -> Outcome | None:
         decision = frame.decisions.pop(node.id, None)
+        by = frame.decided_by.pop(node.id, "llm")
         has_claims = any(isinstance(c.condition, ClaimsCondition) for c in node.cases)
         if has_claims and decision is None:
-            decision = self._decide_claims(node, frame, ctx)
+            decision = self._choose_by_embedding(node, [], frame, ctx)
+            by = frame.decided_by.pop(node.id, "llm")
+            if decision is None:
+                decision = self._decide_claims(node, frame, ctx)
         for index, case in enumerate(node.cases, start=1):
             cond = case.condition
             if isinstance(cond, ExprCondition):
@@ -191,7 +222,7 @@ class FlowExecutor:
             else:
                 result = decision == str(index)
                 ctx.log.emit("condition_evaluated", frame.agent, node=node.id, condition=cond.source,
-                             result=result, by="llm", choice=decision)
+                             result=result, by=by, choice=decision)
             if result:
                 frame.fallbacks = 0
                 frame.node = case.target

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from frontdesk.ir.models import RouterAgent
+from frontdesk.ir.models import KnowledgeAgent, RouterAgent
+from frontdesk.nlu.base import Option
+from frontdesk.runtime.options import route_options
 from frontdesk.llm.base import LLMError
 from frontdesk.runtime import prompts
 from frontdesk.runtime.context import Outcome, TurnContext
@@ -10,6 +12,7 @@ from frontdesk.runtime.policies import new_frame, policy_message, setup_frame
 from frontdesk.runtime.state import Frame
 
 MAX_SUSPENDED = 4
+MAX_TITLES = 30
 ROUTE_APOLOGY = "Sorry, I'm having trouble right now. Could you say that again in a moment?"
 
 
@@ -75,6 +78,16 @@ class RouterExecutor:
         if len(candidates) == 1 and not frame.excluded:
             ctx.log.emit("route_decided", router.name, agent=candidates[0].name, by="only member")
             return candidates[0].name
+        names = [c.name for c in candidates]
+        decision = ctx.embed_decide(ctx.last_user_message(), self._options(router, names, ctx), "route", router.name)
+        if decision is not None and (decision.sure or not ctx.llm_classifies):
+            ctx.log.emit("route_decided", router.name, agent=decision.choice,
+                         by="embedding" if decision.sure else "embedding (unsure, no LLM to ask)",
+                         score=round(decision.score, 3), margin=round(decision.margin, 3))
+            return decision.choice
+        if decision is not None:
+            ctx.log.emit("step", router.name, action="embedding unsure, asking the LLM", best=decision.best,
+                         score=round(decision.score, 3), margin=round(decision.margin, 3))
         request = prompts.route_request(router, candidates, ctx.state.history,
                                         ctx.program.settings.history_window)
         try:
@@ -93,6 +106,18 @@ class RouterExecutor:
             choice = None
         ctx.log.emit("route_decided", router.name, agent=choice, by="llm")
         return choice
+
+    def _options(self, router: RouterAgent, names: list[str], ctx: TurnContext) -> list[Option]:
+        options = route_options(ctx.program, names)
+        extra = {}
+        for name in names:
+            agent = ctx.program.agents[name]
+            if isinstance(agent, KnowledgeAgent):
+                # Knowledge agents are known by their documents' titles too.
+                titles = {c.title for c in ctx.knowledge.index(agent).chunks if getattr(c, "title", "")}
+                extra[name] = sorted(titles)[:MAX_TITLES]
+        return [Option(o.key, o.examples + tuple(t for t in extra.get(o.key, []) if t not in o.examples))
+                for o in options]
 
     def _activate(self, router: RouterAgent, member: str, text: str, ctx: TurnContext) -> Frame:
         spec = next(m for m in router.members if m.agent == member)

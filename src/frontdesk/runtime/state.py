@@ -26,6 +26,7 @@ class Frame(BaseModel):
     said_since_start: bool = False
     pending_input: str | None = None  # a user message delivered but not yet consumed
     decisions: dict[str, str] = Field(default_factory=dict)  # branch node id -> chosen case
+    decided_by: dict[str, str] = Field(default_factory=dict)  # branch node id -> "embedding" | "llm"
     fallbacks: int = 0  # consecutive fallbacks
     messages: list[dict[str, Any]] = Field(default_factory=list)  # reasoning agents' transcript
     suspended: list["Frame"] = Field(default_factory=list)  # routers: members interrupted by a switch

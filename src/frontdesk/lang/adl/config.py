@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from frontdesk.diagnostics import DiagnosticBag, did_you_mean
-from frontdesk.ir.models import ProgramSettings
+from frontdesk.ir.models import ProgramSettings, ThresholdSettings
 
 from .yamlnodes import YMap, YScalar, compose_yaml, kind_name, to_python
 
@@ -13,7 +13,9 @@ from .codes import CONFIG_IGNORED, READ_ERROR, WRONG_TYPE
 
 CONFIG_NAMES = ("config.yml", "config.yaml")
 _INT_KEYS = ("max_consecutive_fallbacks", "history_window")
-_KNOWN_KEYS = ("llm",) + _INT_KEYS
+_KNOWN_KEYS = ("llm", "understanding") + _INT_KEYS
+_DECISIONS = ("route", "claims")
+_THRESHOLDS = ("accept", "margin", "reject")
 _MICA_ONLY_KEYS = ("unsafe_mode",)
 
 
@@ -53,6 +55,8 @@ def _apply_setting(settings: ProgramSettings, key: YScalar, value, bag: Diagnost
         elif not (isinstance(value, YScalar) and value.value is None):
             bag.error(WRONG_TYPE, f"'llm' must be a mapping, found {kind_name(value)}", value.span,
                       hint="write llm: followed by indented chat: / embedding: settings")
+    elif name == "understanding":
+        _apply_understanding(settings, value, bag)
     elif name in _INT_KEYS:
         number = value.value if isinstance(value, YScalar) else None
         if isinstance(number, bool) or not isinstance(number, int) or number < 1:
@@ -66,3 +70,35 @@ def _apply_setting(settings: ProgramSettings, key: YScalar, value, bag: Diagnost
         guess = did_you_mean(name, _KNOWN_KEYS)
         bag.info(CONFIG_IGNORED, f"unknown setting '{name}' is ignored", key.span,
                  hint=f"did you mean '{guess}'?" if guess else f"known settings: {', '.join(_KNOWN_KEYS)}")
+
+
+def _apply_understanding(settings: ProgramSettings, value, bag: DiagnosticBag) -> None:
+    """`understanding: {route: {accept: 0.6, margin: 0.05, reject: 0.3}, claims: {...}}`."""
+    example = "understanding:\n  route:\n    accept: 0.6"
+    if not isinstance(value, YMap):
+        bag.error(WRONG_TYPE, f"'understanding' must be a mapping, found {kind_name(value)}", value.span,
+                  hint=f"for example {example}")
+        return
+    for decision, limits in value.pairs:
+        if decision.text not in _DECISIONS:
+            guess = did_you_mean(decision.text, _DECISIONS)
+            bag.error(WRONG_TYPE, f"unknown decision '{decision.text}' under understanding", decision.span,
+                      hint=f"did you mean '{guess}'?" if guess else "use route or claims")
+            continue
+        if not isinstance(limits, YMap):
+            bag.error(WRONG_TYPE, f"'{decision.text}' must be a mapping of thresholds", limits.span,
+                      hint=f"for example {example}")
+            continue
+        found = {}
+        for key, number in limits.pairs:
+            raw = number.value if isinstance(number, YScalar) else None
+            if key.text not in _THRESHOLDS:
+                guess = did_you_mean(key.text, _THRESHOLDS)
+                bag.error(WRONG_TYPE, f"unknown threshold '{key.text}'", key.span,
+                          hint=f"did you mean '{guess}'?" if guess else "use accept, margin or reject")
+            elif isinstance(raw, bool) or not isinstance(raw, (int, float)) or not 0 <= raw <= 1:
+                bag.error(WRONG_TYPE, f"threshold '{key.text}' must be a number from 0 to 1", number.span,
+                          hint=f"for example {key.text}: 0.5")
+            else:
+                found[key.text] = float(raw)
+        settings.understanding[decision.text] = ThresholdSettings(**found)

