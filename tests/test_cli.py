@@ -77,12 +77,12 @@ def test_chat_replays_a_script_and_trace_shows_the_session(workdir):
 
 
 def test_chat_reads_stdin_and_continues_a_session(workdir):
-    first = frontdesk("chat", str(BANK), "--store", "s.sqlite3", stdin="", cwd=workdir)
+    first = frontdesk("chat", str(BANK), "--store", "s.sqlite3", "--llm", "none", stdin="", cwd=workdir)
     assert first.returncode == 0, first.stderr
     assert "Hello Mary Brown" in first.stdout
-    assert "No LLM is configured" in first.stderr
+    assert "no LLM" in first.stderr
     session = next(line.split()[-1] for line in first.stderr.splitlines() if "frontdesk trace" in line)
-    again = frontdesk("chat", str(BANK), "--store", "s.sqlite3", "--session", session,
+    again = frontdesk("chat", str(BANK), "--store", "s.sqlite3", "--llm", "none", "--session", session,
                       stdin="What can you do?\n", cwd=workdir)
     assert again.returncode == 0, again.stderr
     assert "you> What can you do?" in again.stdout
@@ -91,9 +91,9 @@ def test_chat_reads_stdin_and_continues_a_session(workdir):
 
 
 def test_unknown_session_and_bad_store_are_clear_errors(workdir):
-    result = frontdesk("chat", str(BANK), "--session", "nope", "--store", "memory", cwd=workdir)
+    result = frontdesk("chat", str(BANK), "--session", "nope", "--store", "memory", "--llm", "none", cwd=workdir)
     assert result.returncode == 2 and "no session 'nope'" in result.stderr
-    result = frontdesk("chat", str(BANK), "--store", "mysql://x", cwd=workdir)
+    result = frontdesk("chat", str(BANK), "--store", "mysql://x", "--llm", "none", cwd=workdir)
     assert result.returncode == 2 and "accepted forms" in result.stderr
 
 
@@ -144,7 +144,8 @@ def test_chat_against_an_openai_compatible_endpoint(workdir):
     server = PolicyModelServer()
     try:
         result = frontdesk(
-            "chat", str(BOOKSTORE), "--store", "memory", stdin="How much is standard shipping?\n", cwd=workdir,
+            "chat", str(BOOKSTORE), "--store", "memory", "--no-embeddings", cwd=workdir,
+            stdin="How much is standard shipping?\n",
             env={"FRONTDESK_LLM_BASE_URL": server.url, "FRONTDESK_LLM_MODEL": "test-model"},
         )
     finally:

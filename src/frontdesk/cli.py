@@ -124,25 +124,31 @@ def _script_inputs(script: Path) -> list[str] | None:
     return None
 
 
-def _choose_llm(prog, script: Optional[Path]):
-    from frontdesk.llm import ScriptError, load_script, provider_from_config
+def _choose_models(prog, mode: str, script: Optional[Path], embeddings: Optional[bool]):
+    from frontdesk.llm import ScriptError
+    from frontdesk.llm.choose import ModelChoiceError, choose_models
 
-    if script is not None:
-        try:
-            return load_script(script)
-        except (ScriptError, OSError) as exc:
-            err.print(f"[red]error:[/red] {exc}")
-            raise typer.Exit(2)
-    provider = provider_from_config(prog.settings.llm or None)
-    if provider is None:
-        err.print(
-            "[yellow]No LLM is configured.[/yellow] Flows with expression conditions run; "
-            "anything that needs a model (routing, natural-language conditions, LLM and KB answers) "
-            "will apologise.\nTo use a model, set FRONTDESK_LLM_BASE_URL (e.g. http://localhost:11434/v1 "
-            "for Ollama), FRONTDESK_LLM_API_KEY and FRONTDESK_LLM_MODEL, or OPENAI_API_KEY for OpenAI; "
-            "to replay a conversation without a model, use --script FILE."
-        )
-    return provider
+    if mode not in ("auto", "local", "openai", "none"):
+        err.print(f"[red]error:[/red] --llm must be auto, local, openai or none, not {mode!r}")
+        raise typer.Exit(2)
+    try:
+        with err.status("loading models…", spinner="dots") if mode in ("auto", "local") and script is None \
+                else _nullcontext():
+            models = choose_models(prog, mode, script, embeddings)  # type: ignore[arg-type]
+    except (ScriptError, ModelChoiceError, OSError) as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2)
+    for note in models.notes:
+        err.print(f"[yellow]note:[/yellow] {note}")
+    return models
+
+
+class _nullcontext:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
 
 
 def _event_line(ev: dict) -> str:
@@ -176,6 +182,8 @@ def _short(value, limit: int = 140) -> str:
 def chat(
     program: str = typer.Argument(..., help="A program file or the folder that holds it."),
     script: Optional[Path] = typer.Option(None, "--script", help="Replay LLM answers (and user lines) from a YAML file."),
+    llm_mode: str = typer.Option("auto", "--llm", help="auto (an endpoint if configured, else the local models), local, openai or none."),
+    embeddings: Optional[bool] = typer.Option(None, "--embeddings/--no-embeddings", help="Decide routing and conditions with the local embedding model when it is sure (default: on, off with --script)."),
     trace: bool = typer.Option(False, "--trace", help="Show every runtime decision as it happens."),
     session: Optional[str] = typer.Option(None, "--session", help="Continue this session instead of starting one."),
     store: str = typer.Option(None, "--store", help="Session store: a SQLite path or 'memory'. [default: .frontdesk/sessions.sqlite3]"),
@@ -185,9 +193,11 @@ def chat(
     from frontdesk.runtime.engine import Engine, SessionNotFound
 
     prog, _ = _load(program)
-    llm = _choose_llm(prog, script)
+    models = _choose_models(prog, llm_mode, script, embeddings)
+    llm = models.llm
     session_store = _open_store(store or _default_store())
-    engine = Engine(prog, llm, session_store)
+    engine = Engine(prog, llm, session_store, understanding=models.understanding, embedder=models.embedder,
+                    progress=True)
     interactive = sys.stdin.isatty() and script is None
     inputs = _script_inputs(script) if script else None
 
@@ -196,6 +206,8 @@ def chat(
         for ev in result.events:
             if ev.type == "bot_message":
                 out.print(f"[bold cyan]{ev.agent or 'bot'}>[/bold cyan] {ev.data['text']}", highlight=False)
+            elif ev.type == "warning" and not trace:
+                err.print(f"[yellow]warning:[/yellow] {ev.agent or ''} {ev.data.get('message', '')}", highlight=False)
             elif trace and ev.type != "user_message":
                 err.print(f"  [dim]· {_event_line(ev.model_dump())}[/dim]", highlight=False)
 
@@ -209,7 +221,7 @@ def chat(
             result = engine.start(program_label=program)
             session_id = result.session_id
             show(result)
-        err.print(f"[dim]session {session_id} · type /quit to leave[/dim]")
+        err.print(f"[dim]session {session_id} · {models.describe()} · type /quit to leave[/dim]")
         lines = iter(inputs) if inputs is not None else None
         while True:
             if lines is not None:
@@ -243,7 +255,7 @@ def chat(
     except SessionNotFound as exc:
         err.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2)
-    if script is not None and llm is not None and llm.remaining():
+    if script is not None and llm is not None and llm.remaining():  # type: ignore[union-attr]
         err.print(f"[yellow]warning:[/yellow] {llm.remaining()} scripted answers were not used")
     err.print(f"[dim]trace: frontdesk trace {session_id}[/dim]")
 

@@ -554,11 +554,26 @@ class LocalProvider:
         text = self._grammar_text_cache.get(key)
         if text is None:
             text = gbnf_from_schema(schema)
+            self._check_grammar(text)
             self._grammar_text_cache[key] = text
         try:
             return LlamaGrammar.from_string(text, verbose=False)
         except Exception as exc:  # noqa: BLE001
             raise LLMError(f"cannot build the answer grammar for the local model: {_short(exc)}") from exc
+
+    def _check_grammar(self, text: str) -> None:
+        """Parse the grammar once with llama.cpp: a grammar it rejects would otherwise crash generation."""
+        import llama_cpp
+
+        model = getattr(self._llama, "_model", None)
+        vocab = getattr(model, "vocab", None)
+        init = getattr(llama_cpp, "llama_sampler_init_grammar", None)
+        if vocab is None or init is None:
+            return  # an llama-cpp-python without these internals: generation reports the error itself
+        sampler = init(vocab, text.encode("utf-8"), b"root")
+        if not sampler:
+            raise LLMError("llama.cpp rejected the answer grammar made from the tool schemas")
+        llama_cpp.llama_sampler_free(sampler)
 
 
 _SPACE_RULE = re.compile(r"^space ::= .*$", re.MULTILINE)

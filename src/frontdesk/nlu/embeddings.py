@@ -98,6 +98,12 @@ class CachingEmbedder:
                 return int(vector.shape[0])
         return None
 
+    def forget(self, texts: list[str]) -> None:
+        """Drop these sentences from the cache (the next encode computes them again)."""
+        with self._lock:
+            for text in texts:
+                self._cache.pop(text, None)
+
     def cache_clear(self) -> None:
         with self._lock:
             self._cache.clear()

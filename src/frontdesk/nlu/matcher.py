@@ -81,18 +81,31 @@ class EmbeddingUnderstanding:
         limits = thresholds or self.thresholds_for(task)
         if not options or not message.strip():
             # nothing to choose from, or nothing said: surely none of the options
-            return Decision(choice=None, score=0.0, margin=0.0, sure=True, scores={},
-                            best=None, decided_by=self.name)
-        scores = self.scores(message, options)
-        ranked = sorted(scores.items(), key=lambda item: item[1], reverse=True)
-        best_key, best = ranked[0]
-        runner_up = ranked[1][1] if len(ranked) > 1 else 0.0
-        margin = best - runner_up
-        if best < limits.reject:
-            choice, sure = None, True
-        elif best >= limits.accept and margin >= limits.margin:
-            choice, sure = best_key, True
-        else:
-            choice, sure = best_key, False
-        return Decision(choice=choice, score=best, margin=margin, sure=sure, scores=scores,
-                        best=best_key, decided_by=self.name)
+            return Decision(choice=None, score=0.0, margin=0.0, sure=True,
+                            scores={option.key: 0.0 for option in options}, best=None,
+                            decided_by=self.name)
+        return decision_from_scores(self.scores(message, options), limits, self.name)
+
+
+def decision_from_scores(scores: dict[str, float], thresholds: Thresholds,
+                         decided_by: str = "embedding") -> Decision:
+    """Apply the thresholds to the options' scores.
+
+    best < reject: a sure "none"; best >= accept and a margin over the runner-up >= margin: a sure
+    choice of the best; otherwise unsure, with the best option as the choice (an LLM may overrule).
+    """
+    if not scores:
+        return Decision(choice=None, score=0.0, margin=0.0, sure=True, scores={}, best=None,
+                        decided_by=decided_by)
+    ranked = sorted(scores.items(), key=lambda item: item[1], reverse=True)
+    best_key, best = ranked[0]
+    runner_up = ranked[1][1] if len(ranked) > 1 else 0.0
+    margin = best - runner_up
+    if best < thresholds.reject:
+        choice, sure = None, True
+    elif best >= thresholds.accept and margin >= thresholds.margin:
+        choice, sure = best_key, True
+    else:
+        choice, sure = best_key, False
+    return Decision(choice=choice, score=best, margin=margin, sure=sure, scores=dict(scores),
+                    best=best_key, decided_by=decided_by)

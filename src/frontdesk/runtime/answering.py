@@ -18,9 +18,11 @@ NOT_FOUND = "Sorry, I couldn't find information about that."
 class KnowledgeCache:
     """Builds each knowledge agent's index once per process, on first use."""
 
-    def __init__(self, program: Program, fetch_urls: bool = True) -> None:
+    def __init__(self, program: Program, fetch_urls: bool = True, embedder=None, progress: bool = False) -> None:
         self.program = program
         self.fetch_urls = fetch_urls
+        self.embedder = embedder  # with one, retrieval is hybrid (BM25 + embeddings) and cached on disk
+        self.progress = progress
         self._indexes: dict = {}
         self._lock = threading.Lock()
 
@@ -29,8 +31,13 @@ class KnowledgeCache:
 
         with self._lock:
             if agent.name not in self._indexes:
-                self._indexes[agent.name] = KnowledgeIndex.build(
-                    agent, Path(self.program.root or "."), fetch_urls=self.fetch_urls)
+                root = Path(self.program.root or ".")
+                extra = {}
+                if self.embedder is not None:
+                    from frontdesk.runtime.knowledge import default_cache_dir
+
+                    extra = {"embedder": self.embedder, "cache_dir": default_cache_dir(root), "progress": self.progress}
+                self._indexes[agent.name] = KnowledgeIndex.build(agent, root, fetch_urls=self.fetch_urls, **extra)
             return self._indexes[agent.name]
 
 

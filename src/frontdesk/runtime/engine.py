@@ -60,7 +60,7 @@ class Engine:
     def __init__(self, program: Program, llm: LLM | None, store: SessionStore,
                  tools: ToolRunner | None = None, clock: Callable[[], float] | None = None,
                  fetch_urls: bool = True, listener: Callable[[Event], None] | None = None,
-                 understanding: Understanding | None = None) -> None:
+                 understanding: Understanding | None = None, embedder=None, progress: bool = False) -> None:
         self.program = program
         self.llm = llm
         self.store = store
@@ -68,7 +68,7 @@ class Engine:
         self.clock = clock
         self.listener = listener
         self.understanding = understanding
-        self.knowledge = KnowledgeCache(program, fetch_urls=fetch_urls)
+        self.knowledge = KnowledgeCache(program, fetch_urls=fetch_urls, embedder=embedder, progress=progress)
         self.aliases = binding_aliases(program)
         self.digest = program_digest(program)
         self.executors = {

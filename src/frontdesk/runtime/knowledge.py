@@ -1,15 +1,29 @@
-"""The knowledge index of a `kb agent`: FAQ matching, BM25 passage search, and the grounded-answer prompt."""
+"""The knowledge index of a `kb agent`: FAQ matching, hybrid passage search, its on-disk cache, and the grounded-answer prompt.
+
+FUSION_DOC
+"""
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import re
+import shutil
+import time
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from frontdesk.ir.models import FaqEntry, KnowledgeAgent
+import numpy as np
+
+from frontdesk.ir.models import FaqEntry, KnowledgeAgent, KnowledgeSource
 from frontdesk.llm.base import ChatMessage, LLMRequest
-from frontdesk.runtime.documents import Chunk, chunk_documents, load_source
+from frontdesk.runtime.documents import Chunk, Document, chunk_documents, load_source
+
+if TYPE_CHECKING:
+    from frontdesk.nlu.embeddings import Embedder
 
 # The exact reply the model gives when the passages do not answer the question.
 NO_ANSWER = "NO_ANSWER"
@@ -19,6 +33,28 @@ DEFAULT_FAQ_THRESHOLD = 0.75
 
 # Source name of the FAQ entries that are also searchable as passages.
 FAQ_SOURCE = "faq"
+
+# With an embedder, a FAQ entry also matches when the questions' embedding similarity reaches this
+# and beats every other entry's by FAQ_EMBEDDING_MARGIN (sibling questions must not be confused).
+DEFAULT_FAQ_EMBEDDING_THRESHOLD = 0.8
+FAQ_EMBEDDING_MARGIN = 0.05
+
+# With an embedder, a chunk sharing no word with the question is still a candidate from this cosine on.
+DEFAULT_MIN_SIMILARITY = 0.3
+
+# Chunking of the documents (the defaults of `chunk_documents`); part of the cache key.
+DEFAULT_CHUNK_CHARS = 800
+DEFAULT_CHUNK_OVERLAP = 100
+
+# Embedding is done in batches; a progress bar appears (when asked for) past this many texts or seconds.
+EMBED_BATCH_SIZE = 32
+PROGRESS_MIN_TEXTS = 40
+PROGRESS_MIN_SECONDS = 1.0
+
+# Version of the cache layout; files up to this size are identified by a hash of their content,
+# bigger ones by size and modification time.
+CACHE_FORMAT = 1
+CONTENT_HASH_MAX_BYTES = 1024 * 1024
 
 
 @dataclass
@@ -120,6 +156,73 @@ def _bm25_tokenize(texts: list[str]) -> list[list[str]]:
 
 
 # ---------------------------------------------------------------------------
+# Embeddings
+# ---------------------------------------------------------------------------
+
+
+def _embedding_text(chunk: Chunk) -> str:
+    """What a chunk's vector is computed from: its title (when it adds something) and its text."""
+    if chunk.title and chunk.title not in chunk.text:
+        return f"{chunk.title}\n{chunk.text}"
+    return chunk.text
+
+
+def _as_unit_rows(vectors: object, rows: int) -> np.ndarray:
+    """`vectors` as a float32 (rows, d) array with L2-normalised rows; ValueError when it is not one."""
+    array = np.asarray(vectors, dtype=np.float32)
+    if array.ndim != 2 or array.shape[0] != rows or (rows and array.shape[1] == 0):
+        raise ValueError(f"expected {rows} embedding rows, got an array of shape {array.shape}")
+    if not np.all(np.isfinite(array)):
+        raise ValueError("the embeddings contain NaN or infinite values")
+    norms = np.linalg.norm(array, axis=1, keepdims=True)
+    return array / np.where(norms > 0, norms, 1.0)
+
+
+def embed_texts(embedder: Embedder, texts: list[str], progress: bool = False, label: str = "") -> np.ndarray:
+    """Embed `texts` in batches; with `progress`, a bar on stderr once the job is big or slow."""
+    if not texts:
+        return np.zeros((0, 0), dtype=np.float32)
+    parts: list[np.ndarray] = []
+    bar = None
+    task = None
+    started = time.perf_counter()
+    done = 0
+    try:
+        for first in range(0, len(texts), EMBED_BATCH_SIZE):
+            batch = texts[first : first + EMBED_BATCH_SIZE]
+            if bar is None and progress and (
+                len(texts) > PROGRESS_MIN_TEXTS or time.perf_counter() - started > PROGRESS_MIN_SECONDS
+            ):
+                bar, task = _start_progress_bar(label, len(texts), done)
+            parts.append(_as_unit_rows(embedder.encode(batch), len(batch)))
+            done += len(batch)
+            if bar is not None:
+                bar.update(task, completed=done)
+    finally:
+        if bar is not None:
+            bar.stop()
+    return np.concatenate(parts, axis=0)
+
+
+def _start_progress_bar(label: str, total: int, completed: int):
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    bar = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    )
+    task = bar.add_task(f"Embedding {label}".strip() if label else "Embedding passages", total=total,
+                        completed=completed)
+    bar.start()
+    return bar, task
+
+
+# ---------------------------------------------------------------------------
 # The index
 # ---------------------------------------------------------------------------
 
@@ -133,16 +236,34 @@ class KnowledgeIndex:
         faq: list[FaqEntry] | None = None,
         problems: list[str] | None = None,
         faq_threshold: float = DEFAULT_FAQ_THRESHOLD,
+        *,
+        embedder: Embedder | None = None,
+        faq_embedding_threshold: float = DEFAULT_FAQ_EMBEDDING_THRESHOLD,
+        min_similarity: float = DEFAULT_MIN_SIMILARITY,
+        chunk_vectors: np.ndarray | None = None,
+        faq_vectors: np.ndarray | None = None,
+        progress: bool = False,
+        label: str = "",
     ) -> None:
+        """Index `chunks` and the FAQ; with an `embedder`, also embed them (or take the given vectors,
+        one row per chunk including the FAQ chunks, and one per FAQ question)."""
         self.faq: list[FaqEntry] = list(faq or [])
         self.problems: list[str] = list(problems or [])
         self.faq_threshold = faq_threshold
+        self.faq_embedding_threshold = faq_embedding_threshold
+        self.min_similarity = min_similarity
+        # How the index came to be: set by `build`, observable by callers and tests.
+        self.loaded_from_cache = False
+        self.build_seconds = 0.0
+        self.cache_path: Path | None = None
+        self.cache_problem: str | None = None
         # FAQ entries are searchable passages too, so a reworded question still finds them.
         faq_chunks = [
             Chunk(text=f"Q: {entry.q}\nA: {entry.a}", source=FAQ_SOURCE, title=entry.q, index=i)
             for i, entry in enumerate(self.faq)
         ]
-        self.chunks: list[Chunk] = list(chunks) + faq_chunks
+        self.document_chunks: list[Chunk] = list(chunks)
+        self.chunks: list[Chunk] = self.document_chunks + faq_chunks
         self._retriever = None
         self._vocabulary: set[str] = set()
         if self.chunks:
@@ -153,6 +274,38 @@ class KnowledgeIndex:
             if self._vocabulary:
                 self._retriever = bm25s.BM25()
                 self._retriever.index(corpus_tokens, show_progress=False)
+        self.embedder: Embedder | None = None
+        self.chunk_vectors: np.ndarray | None = None
+        self.faq_vectors: np.ndarray | None = None
+        self._last_query: tuple[str, np.ndarray | None] | None = None
+        if embedder is not None:
+            self._attach_embedder(embedder, chunk_vectors, faq_vectors, progress, label)
+
+    def _attach_embedder(
+        self,
+        embedder: Embedder,
+        chunk_vectors: np.ndarray | None,
+        faq_vectors: np.ndarray | None,
+        progress: bool,
+        label: str,
+    ) -> None:
+        try:
+            if chunk_vectors is None:
+                texts = [_embedding_text(c) for c in self.chunks] + [entry.q for entry in self.faq]
+                vectors = embed_texts(embedder, texts, progress=progress, label=label)
+                chunk_vectors, faq_vectors = vectors[: len(self.chunks)], vectors[len(self.chunks) :]
+            chunk_vectors = _as_unit_rows(chunk_vectors, len(self.chunks)) if self.chunks else None
+            faq_vectors = _as_unit_rows(faq_vectors, len(self.faq)) if self.faq else None
+            if chunk_vectors is not None and faq_vectors is not None and chunk_vectors.shape[1] != faq_vectors.shape[1]:
+                raise ValueError("passage and FAQ embeddings have different dimensions")
+        except Exception as error:  # a broken model must not take the bot down: keep keyword search
+            self.problems.append(
+                f"could not embed the passages ({error or type(error).__name__}); searching by keywords only"
+            )
+            return
+        self.embedder = embedder
+        self.chunk_vectors = chunk_vectors
+        self.faq_vectors = faq_vectors
 
     @classmethod
     def build(
@@ -162,42 +315,131 @@ class KnowledgeIndex:
         fetch_urls: bool = True,
         faq_threshold: float = DEFAULT_FAQ_THRESHOLD,
         timeout: float = 5.0,
+        *,
+        embedder: Embedder | None = None,
+        cache_dir: Path | None = None,
+        progress: bool = False,
+        faq_embedding_threshold: float = DEFAULT_FAQ_EMBEDDING_THRESHOLD,
+        min_similarity: float = DEFAULT_MIN_SIMILARITY,
+        max_chars: int = DEFAULT_CHUNK_CHARS,
+        overlap: int = DEFAULT_CHUNK_OVERLAP,
     ) -> "KnowledgeIndex":
-        """Load every source of `agent` (relative to `root`), chunk it and index it; never raises for bad sources."""
-        documents = []
-        problems: list[str] = []
-        for source in agent.sources:
-            found, trouble = load_source(source, Path(root), fetch_urls=fetch_urls, timeout=timeout)
-            documents.extend(found)
-            problems.extend(trouble)
-        return cls(chunk_documents(documents), agent.faq, problems, faq_threshold=faq_threshold)
+        """Load every source of `agent` (relative to `root`), chunk it and index it; never raises for bad sources.
+
+        With an `embedder` the chunks and FAQ questions are embedded too; with a `cache_dir` as well,
+        the chunks and their vectors are kept on disk and reused while the sources stay the same.
+        """
+        started = time.perf_counter()
+        root = Path(root)
+        options = dict(
+            faq_threshold=faq_threshold,
+            embedder=embedder,
+            faq_embedding_threshold=faq_embedding_threshold,
+            min_similarity=min_similarity,
+            progress=progress,
+            label=agent.name,
+        )
+        if embedder is None or cache_dir is None:
+            documents, per_source = _load_sources(agent, root, fetch_urls, timeout, {})
+            problems = [p for trouble in per_source for p in trouble]
+            index = cls(chunk_documents(documents, max_chars, overlap), agent.faq, problems, **options)
+        else:
+            index = _build_with_cache(cls, agent, root, fetch_urls, timeout, embedder, Path(cache_dir),
+                                      max_chars, overlap, options)
+        index.build_seconds = time.perf_counter() - started
+        return index
 
     @property
     def is_empty(self) -> bool:
         return not self.chunks
 
+    @property
+    def uses_embeddings(self) -> bool:
+        """True when search and FAQ matching use the embedder as well as the words."""
+        return self.embedder is not None
+
+    def _query_vector(self, question: str) -> np.ndarray | None:
+        """The question's unit vector (the last one is remembered: FAQ match and search share it)."""
+        if self.embedder is None or not question.strip():
+            return None
+        if self._last_query is not None and self._last_query[0] == question:
+            return self._last_query[1]
+        try:
+            vector = _as_unit_rows(self.embedder.encode([question]), 1)[0]
+        except Exception:  # keyword matching still works without the vector
+            vector = None
+        self._last_query = (question, vector)
+        return vector
+
+    def faq_scores(self, question: str) -> list[tuple[FaqEntry, float, float | None]]:
+        """Every FAQ entry with its lexical score and (with an embedder) its embedding similarity."""
+        vector = self._query_vector(question) if self.faq else None
+        cosines = self.faq_vectors @ vector if vector is not None and self.faq_vectors is not None else None
+        return [
+            (entry, faq_similarity(question, entry.q), None if cosines is None else float(cosines[i]))
+            for i, entry in enumerate(self.faq)
+        ]
+
     def match_faq(self, question: str) -> tuple[FaqEntry, float] | None:
-        """The FAQ entry whose question says the same as `question`, with its score, if above the threshold."""
-        best: tuple[FaqEntry, float] | None = None
-        for entry in self.faq:
-            score = faq_similarity(question, entry.q)
-            if best is None or score > best[1]:
-                best = (entry, score)
-        if best is not None and best[1] >= self.faq_threshold:
-            return best
+        """The FAQ entry whose question says the same as `question`, with its score, if above the threshold.
+
+        Without an embedder the score is the word overlap and must reach `faq_threshold`. With one,
+        an entry also matches when its embedding similarity (halved on a negation mismatch, as the
+        overlap is) reaches `faq_embedding_threshold` and beats every other entry's by
+        `FAQ_EMBEDDING_MARGIN`; the reported score is then the larger of the two.
+        """
+        scored = self.faq_scores(question)
+        if not scored:
+            return None
+        best_lexical = max(scored, key=lambda item: item[1])
+        if best_lexical[1] >= self.faq_threshold:
+            return best_lexical[0], best_lexical[1]
+        if self.embedder is None or scored[0][2] is None:
+            return None
+        semantic = [
+            (entry, _faq_semantic_score(question, entry.q, cosine), lexical)
+            for entry, lexical, cosine in scored
+        ]
+        ranked = sorted(semantic, key=lambda item: -item[1])
+        entry, score, lexical = ranked[0]
+        runner_up = ranked[1][1] if len(ranked) > 1 else 0.0
+        if score >= self.faq_embedding_threshold and score - runner_up >= FAQ_EMBEDDING_MARGIN:
+            return entry, round(max(score, lexical), 4)
         return None
 
     def search(self, question: str, k: int = 4) -> list[Passage]:
-        """The `k` chunks ranked best by BM25; scores relative to the best; [] when no chunk shares a word."""
-        if self._retriever is None or k <= 0:
+        """The `k` chunks ranked best; scores relative to the best; [] when nothing is related.
+
+        Without an embedder: BM25, and related means sharing a word. With one: BM25 and embedding
+        cosine fused (see the module docstring); a chunk is related when it shares a word or its
+        cosine reaches `min_similarity`.
+        """
+        if not self.chunks or k <= 0:
             return []
+        lexical = self._bm25_scores(question)
+        vector = self._query_vector(question) if self.chunk_vectors is not None else None
+        if vector is None:
+            if lexical is None:
+                return []
+            ranked = sorted((i for i in range(len(lexical)) if lexical[i] > 0), key=lambda i: (-lexical[i], i))
+            return self._passages(ranked[:k], lexical)
+        cosines = self.chunk_vectors @ vector
+        if lexical is None:
+            lexical = np.zeros(len(self.chunks), dtype=np.float32)
+        fused = fuse_scores(lexical, cosines, self.min_similarity)
+        ranked = sorted((i for i in range(len(fused)) if fused[i] > 0), key=lambda i: (-fused[i], i))
+        return self._passages(ranked[:k], fused)
+
+    def _bm25_scores(self, question: str) -> np.ndarray | None:
+        """BM25 score of every chunk, or None when the question shares no indexed word."""
+        if self._retriever is None:
+            return None
         query = [t for t in _bm25_tokenize([question])[0] if t in self._vocabulary]
         if not query:
-            return []
-        scores = self._retriever.get_scores(query)
-        ranked = sorted(
-            (i for i in range(len(scores)) if scores[i] > 0), key=lambda i: (-float(scores[i]), i)
-        )[:k]
+            return None
+        return np.asarray(self._retriever.get_scores(query), dtype=np.float64)
+
+    def _passages(self, ranked: list[int], scores: np.ndarray) -> list[Passage]:
         if not ranked:
             return []
         best = float(scores[ranked[0]])
@@ -210,6 +452,322 @@ class KnowledgeIndex:
             )
             for i in ranked
         ]
+
+
+def _faq_semantic_score(question: str, faq_question: str, cosine: float | None) -> float:
+    """The embedding side of FAQ matching: the cosine, halved when one side negates and the other does not."""
+    if cosine is None:
+        return 0.0
+    score = max(0.0, cosine)
+    if _NEGATION_WORDS.isdisjoint(_faq_words(question)) != _NEGATION_WORDS.isdisjoint(_faq_words(faq_question)):
+        score *= _NEGATION_MISMATCH_FACTOR
+    return score
+
+
+def _ranks(values: np.ndarray, eligible: np.ndarray) -> np.ndarray:
+    """1-based competition ranks of the eligible values, best first (ties share a rank)."""
+    ranks = np.zeros(len(values), dtype=np.float64)
+    chosen = values[eligible]
+    order = np.sort(chosen)[::-1]
+    ranks[eligible] = 1 + np.searchsorted(-order, -chosen, side="left")
+    return ranks
+
+
+def fuse_rrf(lexical: np.ndarray, cosines: np.ndarray, min_similarity: float, k0: float = 60.0) -> np.ndarray:
+    lexical = np.asarray(lexical, dtype=np.float64)
+    cosines = np.asarray(cosines, dtype=np.float64)
+    fused = np.zeros(len(lexical), dtype=np.float64)
+    words = lexical > 0
+    meaning = cosines >= min_similarity
+    fused[words] += 1.0 / (k0 + _ranks(lexical, words)[words])
+    fused[meaning] += 1.0 / (k0 + _ranks(cosines, meaning)[meaning])
+    return fused
+
+
+def fuse_weighted(lexical: np.ndarray, cosines: np.ndarray, min_similarity: float, weight: float = 0.5) -> np.ndarray:
+    lexical = np.asarray(lexical, dtype=np.float64)
+    cosines = np.asarray(cosines, dtype=np.float64)
+    top_lexical = lexical.max(initial=0.0)
+    words = lexical / top_lexical if top_lexical > 0 else np.zeros(len(lexical))
+    top_cosine = cosines.max(initial=min_similarity)
+    if top_cosine > min_similarity:
+        meaning = np.clip((cosines - min_similarity) / (top_cosine - min_similarity), 0.0, 1.0)
+    else:
+        meaning = np.zeros(len(cosines))
+    return weight * words + (1.0 - weight) * meaning
+
+
+FUSION = {"fn": fuse_rrf, "kw": {}}
+
+
+def fuse_scores(lexical: np.ndarray, cosines: np.ndarray, min_similarity: float) -> np.ndarray:
+    """Hybrid relevance of every chunk from its BM25 score and embedding cosine (0 = unrelated)."""
+    return FUSION["fn"](lexical, cosines, min_similarity, **FUSION["kw"])
+
+
+# ---------------------------------------------------------------------------
+# Loading sources, and the on-disk cache of chunks and vectors
+# ---------------------------------------------------------------------------
+
+
+def default_cache_dir(root: Path) -> Path:
+    """Where the runtime keeps the embedded indexes of a program's knowledge agents."""
+    return Path(root) / ".frontdesk" / "index"
+
+
+def _load_sources(
+    agent: KnowledgeAgent,
+    root: Path,
+    fetch_urls: bool,
+    timeout: float,
+    already_loaded: dict[int, tuple[list[Document], list[str]]],
+) -> tuple[list[Document], list[list[str]]]:
+    """All documents of the agent's sources in order, and each source's problems."""
+    documents: list[Document] = []
+    per_source: list[list[str]] = []
+    for position, source in enumerate(agent.sources):
+        if position in already_loaded:
+            found, trouble = already_loaded[position]
+        else:
+            found, trouble = load_source(source, root, fetch_urls=fetch_urls, timeout=timeout)
+        documents.extend(found)
+        per_source.append(list(trouble))
+    return documents, per_source
+
+
+def _file_fingerprint(path: Path, root: Path) -> list:
+    """A file's identity for the cache key: its path and its content hash (or size and mtime when big)."""
+    try:
+        shown = path.relative_to(root).as_posix()
+    except ValueError:
+        shown = path.as_posix()
+    try:
+        status = path.stat()
+        if status.st_size <= CONTENT_HASH_MAX_BYTES:
+            return [shown, status.st_size, hashlib.sha256(path.read_bytes()).hexdigest()]
+        return [shown, status.st_size, status.st_mtime_ns]
+    except OSError as error:
+        return [shown, "unreadable", error.errno]
+
+
+def _local_fingerprint(source: KnowledgeSource, root: Path) -> list:
+    """The files a local source reads (walked as the document loader walks them), fingerprinted."""
+    if source.path is None:
+        return ["unresolved"]
+    path = root / source.path
+    if path.is_dir():
+        files: list[Path] = []
+        for current, folders, names in os.walk(path, followlinks=False):
+            folders[:] = sorted(f for f in folders if not f.startswith("."))
+            files.extend(Path(current) / n for n in names if not n.startswith("."))
+        files.sort(key=lambda p: p.relative_to(path).as_posix())
+        return ["directory", *[_file_fingerprint(f, root) for f in files if f.is_file()]]
+    if path.is_file():
+        return ["file", _file_fingerprint(path, root)]
+    return ["missing"]
+
+
+def _cache_key(
+    agent: KnowledgeAgent,
+    root: Path,
+    embedder_name: str,
+    max_chars: int,
+    overlap: int,
+    fetch_urls: bool,
+    fetched: dict[int, tuple[list[Document], list[str]]],
+) -> str:
+    """A hash of everything the cached chunks and vectors depend on."""
+    sources = []
+    for position, source in enumerate(agent.sources):
+        entry: list = [source.kind, source.location, source.path]
+        if position in fetched:
+            entry.append([[d.source, d.title, d.text] for d in fetched[position][0]])
+        elif source.kind == "url":
+            entry.append("not fetched")
+        else:
+            entry.append(_local_fingerprint(source, root))
+        sources.append(entry)
+    payload = {
+        "format": CACHE_FORMAT,
+        "embedder": embedder_name,
+        "chunking": [max_chars, overlap],
+        "fetch_urls": fetch_urls,
+        "sources": sources,
+        "faq": [[entry.q, entry.a] for entry in agent.faq],
+    }
+    encoded = json.dumps(payload, sort_keys=True, ensure_ascii=False, default=str).encode("utf-8")
+    return hashlib.sha256(encoded).hexdigest()[:16]
+
+
+def _cache_folder_name(agent_name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.\-]", "_", agent_name) or "agent"
+
+
+@dataclass
+class _CachedIndex:
+    chunks: list[Chunk]
+    chunk_vectors: np.ndarray
+    faq_vectors: np.ndarray
+    problems: list[list[str] | None]
+
+
+_CACHE_FILES = ("chunks.json", "chunk_vectors.npy", "faq_vectors.npy")
+
+
+def _sha256_file(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _read_cache(folder: Path, key: str, embedder_name: str, source_count: int, faq_count: int) -> _CachedIndex | None:
+    """The cached index in `folder` if it is complete, intact and for `key`; None otherwise (never raises)."""
+    try:
+        manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+        if not (
+            isinstance(manifest, dict)
+            and manifest.get("format") == CACHE_FORMAT
+            and manifest.get("key") == key
+            and manifest.get("embedder") == embedder_name
+        ):
+            return None
+        checksums = manifest.get("files")
+        if not isinstance(checksums, dict):
+            return None
+        for name in _CACHE_FILES:
+            if checksums.get(name) != _sha256_file(folder / name):
+                return None
+        raw_chunks = json.loads((folder / "chunks.json").read_text(encoding="utf-8"))
+        chunks = [
+            Chunk(text=item["text"], source=item["source"], title=item["title"], index=item["index"])
+            for item in raw_chunks
+        ]
+        if not all(
+            isinstance(c.text, str) and isinstance(c.source, str) and isinstance(c.title, str)
+            and isinstance(c.index, int)
+            for c in chunks
+        ):
+            return None
+        problems = manifest.get("problems")
+        if not isinstance(problems, list) or len(problems) != source_count:
+            return None
+        if not all(p is None or (isinstance(p, list) and all(isinstance(s, str) for s in p)) for p in problems):
+            return None
+        chunk_vectors = np.load(folder / "chunk_vectors.npy", allow_pickle=False)
+        faq_vectors = np.load(folder / "faq_vectors.npy", allow_pickle=False)
+        total = len(chunks) + faq_count
+        if total:
+            chunk_vectors = _as_unit_rows(chunk_vectors, total)
+        if faq_count:
+            faq_vectors = _as_unit_rows(faq_vectors, faq_count)
+        return _CachedIndex(chunks, chunk_vectors, faq_vectors, problems)
+    except Exception:  # missing, truncated, tampered with: rebuild
+        return None
+
+
+def _write_atomically(path: Path, write) -> None:
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(temporary, "wb") as handle:
+            write(handle)
+        os.replace(temporary, path)
+    finally:
+        if temporary.exists():
+            temporary.unlink()
+
+
+def _write_cache(
+    folder: Path,
+    key: str,
+    embedder_name: str,
+    agent: KnowledgeAgent,
+    index: KnowledgeIndex,
+    local_problems: list[list[str] | None],
+) -> None:
+    """Store the index's chunks and vectors in `folder` (the manifest last), then drop the agent's stale caches."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "manifest.json").unlink(missing_ok=True)
+    chunk_records = [
+        {"text": c.text, "source": c.source, "title": c.title, "index": c.index} for c in index.document_chunks
+    ]
+    dimension = 0
+    if index.chunk_vectors is not None:
+        dimension = index.chunk_vectors.shape[1]
+    elif index.faq_vectors is not None:
+        dimension = index.faq_vectors.shape[1]
+    empty = np.zeros((0, dimension), dtype=np.float32)
+    chunk_vectors = index.chunk_vectors if index.chunk_vectors is not None else empty
+    faq_vectors = index.faq_vectors if index.faq_vectors is not None else empty
+    _write_atomically(
+        folder / "chunks.json", lambda h: h.write(json.dumps(chunk_records, ensure_ascii=False).encode("utf-8"))
+    )
+    _write_atomically(folder / "chunk_vectors.npy", lambda h: np.save(h, chunk_vectors, allow_pickle=False))
+    _write_atomically(folder / "faq_vectors.npy", lambda h: np.save(h, faq_vectors, allow_pickle=False))
+    manifest = {
+        "format": CACHE_FORMAT,
+        "key": key,
+        "agent": agent.name,
+        "embedder": embedder_name,
+        "dimension": dimension,
+        "chunks": len(chunk_records),
+        "faq": len(index.faq),
+        "problems": local_problems,
+        "files": {name: _sha256_file(folder / name) for name in _CACHE_FILES},
+    }
+    _write_atomically(
+        folder / "manifest.json", lambda h: h.write(json.dumps(manifest, indent=1, ensure_ascii=False).encode("utf-8"))
+    )
+    stale = re.compile(re.escape(_cache_folder_name(agent.name)) + r"-[0-9a-f]{16}")
+    for sibling in folder.parent.iterdir():
+        if sibling != folder and sibling.is_dir() and stale.fullmatch(sibling.name):
+            shutil.rmtree(sibling, ignore_errors=True)
+
+
+def _build_with_cache(
+    cls: type[KnowledgeIndex],
+    agent: KnowledgeAgent,
+    root: Path,
+    fetch_urls: bool,
+    timeout: float,
+    embedder: Embedder,
+    cache_dir: Path,
+    max_chars: int,
+    overlap: int,
+    options: dict,
+) -> KnowledgeIndex:
+    """`KnowledgeIndex.build` with an embedder and a cache folder: load the cached index, or build and store it."""
+    embedder_name = str(getattr(embedder, "name", type(embedder).__name__))
+    # Web pages are fetched first: their text is part of the key.
+    fetched = {
+        position: load_source(source, root, fetch_urls=fetch_urls, timeout=timeout)
+        for position, source in enumerate(agent.sources)
+        if source.kind == "url" and fetch_urls
+    }
+    key = _cache_key(agent, root, embedder_name, max_chars, overlap, fetch_urls, fetched)
+    folder = cache_dir / f"{_cache_folder_name(agent.name)}-{key}"
+    cached = _read_cache(folder, key, embedder_name, len(agent.sources), len(agent.faq))
+    if cached is not None:
+        problems = [
+            p
+            for position, stored in enumerate(cached.problems)
+            for p in (fetched[position][1] if position in fetched else stored or [])
+        ]
+        index = cls(cached.chunks, agent.faq, problems, chunk_vectors=cached.chunk_vectors,
+                    faq_vectors=cached.faq_vectors, **options)
+        if index.embedder is not None:
+            index.loaded_from_cache = True
+            index.cache_path = folder
+            return index
+    documents, per_source = _load_sources(agent, root, fetch_urls, timeout, fetched)
+    problems = [p for trouble in per_source for p in trouble]
+    index = cls(chunk_documents(documents, max_chars, overlap), agent.faq, problems, **options)
+    if index.embedder is None:  # embedding failed; the problem is recorded, nothing worth caching
+        return index
+    local_problems = [None if position in fetched else trouble for position, trouble in enumerate(per_source)]
+    try:
+        _write_cache(folder, key, embedder_name, agent, index, local_problems)
+        index.cache_path = folder
+    except OSError as error:  # a read-only program folder only costs the next start some time
+        index.cache_problem = f"could not write the index cache in {folder}: {error.strerror or error}"
+    return index
 
 
 # ---------------------------------------------------------------------------

