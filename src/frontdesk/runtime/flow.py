@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 from frontdesk.expr import EvalError, collect_refs, is_true, template_refs
@@ -22,7 +23,7 @@ from frontdesk.ir.models import (
 from frontdesk.llm.base import LLMError
 from frontdesk.nlu.base import Option
 from frontdesk.runtime import prompts
-from frontdesk.runtime.options import agent_examples, claims_options
+from frontdesk.runtime.options import claims_options, route_options
 from frontdesk.runtime.context import Outcome, TurnContext
 from frontdesk.runtime.policies import apply_fallback, new_frame
 from frontdesk.runtime.state import Frame
@@ -172,7 +173,7 @@ class FlowExecutor:
     def _choose_by_embedding(self, branch: BranchNode, switches, frame: Frame, ctx: TurnContext) -> str | None:
         """The claims choice when the embedding model can take it; None when an LLM must decide."""
         options = claims_options(branch) + [
-            Option(f"switch:{a.name}", agent_examples(ctx.program, a.name)) for a in switches]
+            Option(f"switch:{o.key}", o.examples) for o in switch_options(ctx, [a.name for a in switches])]
         decision = ctx.embed_decide(ctx.last_user_message(), options, "claims", frame.agent)
         if decision is None:
             return None
@@ -349,3 +350,12 @@ def switch_candidates(ctx: TurnContext, frame: Frame):
         return []
     return [ctx.program.agents[m.agent] for m in router.members
             if m.agent != frame.agent and m.agent in ctx.program.agents]
+
+
+def switch_options(ctx: TurnContext, names: list[str]) -> list[Option]:
+    """The agents a flow's user may switch to, described as for routing (cached per engine)."""
+    key = ("switch", tuple(names))
+    if key not in ctx.option_cache:
+        root = Path(ctx.program.root) if ctx.program.root else None
+        ctx.option_cache[key] = route_options(ctx.program, names, root)
+    return ctx.option_cache[key]

@@ -7,6 +7,7 @@ examples of its flow, its FAQ questions and the titles of its knowledge document
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from frontdesk.ir.models import (
     BranchNode,
     ClaimsCondition,
@@ -18,6 +19,7 @@ from frontdesk.ir.models import (
 from frontdesk.nlu.base import Option
 
 MAX_EXAMPLES_PER_AGENT = 40
+MAX_ROUTE_EXAMPLES = 60
 
 
 def agent_examples(program: Program, name: str) -> tuple[str, ...]:
@@ -57,10 +59,43 @@ def _title(path: str) -> str:
     return words if len(words.split()) >= 2 else ""
 
 
-def route_options(program: Program, names: list[str]) -> list[Option]:
-    """One option per candidate agent, keyed by the agent's name."""
-    return [Option(key=name, examples=agent_examples(program, name) or (name.replace("_", " "),))
-            for name in names]
+def route_options(program: Program, names: list[str], root: Path | None = None) -> list[Option]:
+    """One option per candidate agent, keyed by the agent's name.
+
+    For routing, bare yes/no answers among an agent's claims examples say nothing about what
+    the user wants and are left out; the agent's name is a phrase too ("check balance"); with
+    `root`, a knowledge agent also brings its documents' headings and question lines.
+    """
+    from frontdesk.nlu.matcher import polarity
+
+    options = []
+    for name in names:
+        examples = [e for e in agent_examples(program, name) if not (polarity(e) and len(e.split()) <= 3)]
+        examples.append(name.replace("_", " "))
+        agent = program.agents[name]
+        if root is not None and isinstance(agent, KnowledgeAgent):
+            examples.extend(knowledge_phrases(agent, root))
+        options.append(Option(key=name, examples=tuple(dict.fromkeys(examples))[:MAX_ROUTE_EXAMPLES]))
+    return options
+
+
+def knowledge_phrases(agent: KnowledgeAgent, root: Path) -> list[str]:
+    """Headings and questions in a knowledge agent's local documents (web pages are not fetched)."""
+    from frontdesk.runtime.documents import load_source
+
+    phrases: list[str] = []
+    for source in agent.sources:
+        if source.kind == "url":
+            continue
+        documents, _problems = load_source(source, root, fetch_urls=False)
+        for doc in documents:
+            if doc.title and len(doc.title.split()) >= 2:
+                phrases.append(doc.title)
+            for line in doc.text.splitlines():
+                text = line.strip().lstrip("#").strip()
+                if (line.lstrip().startswith("#") or text.endswith("?")) and 2 <= len(text.split()) <= 20:
+                    phrases.append(text)
+    return phrases
 
 
 def claims_options(branch: BranchNode) -> list[Option]:

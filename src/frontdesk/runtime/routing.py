@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from frontdesk.ir.models import KnowledgeAgent, RouterAgent
+from pathlib import Path
+
+from frontdesk.ir.models import RouterAgent
 from frontdesk.nlu.base import Option
 from frontdesk.runtime.options import route_options
 from frontdesk.llm.base import LLMError
@@ -12,7 +14,6 @@ from frontdesk.runtime.policies import new_frame, policy_message, setup_frame
 from frontdesk.runtime.state import Frame
 
 MAX_SUSPENDED = 4
-MAX_TITLES = 30
 ROUTE_APOLOGY = "Sorry, I'm having trouble right now. Could you say that again in a moment?"
 
 
@@ -108,16 +109,11 @@ class RouterExecutor:
         return choice
 
     def _options(self, router: RouterAgent, names: list[str], ctx: TurnContext) -> list[Option]:
-        options = route_options(ctx.program, names)
-        extra = {}
-        for name in names:
-            agent = ctx.program.agents[name]
-            if isinstance(agent, KnowledgeAgent):
-                # Knowledge agents are known by their documents' titles too.
-                titles = {c.title for c in ctx.knowledge.index(agent).chunks if getattr(c, "title", "")}
-                extra[name] = sorted(titles)[:MAX_TITLES]
-        return [Option(o.key, o.examples + tuple(t for t in extra.get(o.key, []) if t not in o.examples))
-                for o in options]
+        key = (router.name, tuple(names))
+        if key not in ctx.option_cache:
+            root = Path(ctx.program.root) if ctx.program.root else None
+            ctx.option_cache[key] = route_options(ctx.program, names, root)
+        return ctx.option_cache[key]
 
     def _activate(self, router: RouterAgent, member: str, text: str, ctx: TurnContext) -> Frame:
         spec = next(m for m in router.members if m.agent == member)
