@@ -135,7 +135,7 @@ def _choose_models(prog, mode: str, script: Optional[Path], embeddings: Optional
         with err.status("loading models…", spinner="dots") if mode in ("auto", "local") and script is None \
                 else _nullcontext():
             models = choose_models(prog, mode, script, embeddings)  # type: ignore[arg-type]
-    except (ScriptError, ModelChoiceError, OSError) as exc:
+    except (ScriptError, ModelChoiceError, OSError, yaml.YAMLError, ValueError) as exc:
         err.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2)
     for note in models.notes:

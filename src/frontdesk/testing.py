@@ -3,7 +3,11 @@
 A conversation file is YAML with `user:` (the user's lines), `llm:` (the scripted model's
 answers, see `frontdesk.llm.scripted`) and, for tests, `expect:` (texts the bot must say, in
 order, each a substring of one bot message) and `events:` (event types, optionally with data
-fields, that must occur). `frontdesk chat PROGRAM --script FILE` replays the same file.
+fields, that must occur). With `embeddings: true` the local embedding model decides routing
+and `the user claims` conditions and the script stands in for the local generator, which is
+not asked to classify (`llm_classifies: true` makes it stand in for a remote LLM instead, which
+is asked when the embedding model is unsure). `frontdesk chat PROGRAM --script FILE` replays
+the same file.
 """
 
 from __future__ import annotations
@@ -49,8 +53,9 @@ class ConversationRun:
 
 
 def run_conversation(program, user: list[str], llm: ScriptedProvider | None, store=None,
-                     fetch_urls: bool = False) -> ConversationRun:
-    engine = Engine(program, llm, store or MemorySessionStore(), fetch_urls=fetch_urls)
+                     fetch_urls: bool = False, understanding=None, embedder=None) -> ConversationRun:
+    engine = Engine(program, llm, store or MemorySessionStore(), fetch_urls=fetch_urls,
+                    understanding=understanding, embedder=embedder)
     first = engine.start(program_label="test")
     run = ConversationRun(engine, first.session_id, [first], llm)
     for line in user:
@@ -93,3 +98,11 @@ def check_expectations(run: ConversationRun, spec: dict[str, Any]) -> list[str]:
     if run.llm is not None and run.llm.remaining():
         problems.append(f"{run.llm.remaining()} scripted LLM answers were not used")
     return problems
+
+
+def scripted_model(spec: dict[str, Any]) -> ScriptedProvider:
+    """The scripted model a conversation file describes."""
+    llm = ScriptedProvider(spec.get("llm") or [])
+    if spec.get("embeddings") and not spec.get("llm_classifies", False):
+        llm.can_classify = False  # type: ignore[attr-defined]
+    return llm

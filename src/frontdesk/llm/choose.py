@@ -64,8 +64,15 @@ def choose_models(program: Program, mode: Mode = "auto", script: Path | None = N
 
     if script is not None:
         from frontdesk.llm.scripted import load_script
+        from frontdesk.testing import load_conversation, scripted_model
 
-        models = Models(load_script(script))
+        try:
+            spec = load_conversation(script)
+        except ValueError:  # a bare list of answers, not a conversation file
+            spec = {}
+        models = Models(scripted_model(spec) if spec else load_script(script))
+        if embeddings is None:
+            embeddings = bool(spec.get("embeddings"))
         if embeddings:
             models.understanding, models.embedder = _local_understanding()
             if models.understanding is None:

@@ -16,6 +16,12 @@ class Option:
 
     key: str
     examples: tuple[str, ...]
+    # How much each example counts (1.0 each when empty): phrases mined from documents say
+    # less about what a user wants done than an agent's own description and examples.
+    weights: tuple[float, ...] = ()
+
+    def weight_list(self) -> list[float]:
+        return list(self.weights) if len(self.weights) == len(self.examples) else [1.0] * len(self.examples)
 
 
 @dataclass(frozen=True)

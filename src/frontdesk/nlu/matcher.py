@@ -103,6 +103,7 @@ class EmbeddingUnderstanding:
         examples = [e for option in options for e in option.examples]
         vectors = self.embedder.encode([message, *examples])
         similarities = vectors[1:] @ vectors[0]
+        similarities = similarities * np.array([w for option in options for w in option.weight_list()])
         stance = polarity(message)
         if stance and self.polarity_penalty != 1.0:
             contradicts = np.array([polarity(e) == -stance for e in examples], dtype=bool)

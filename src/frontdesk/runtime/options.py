@@ -20,6 +20,8 @@ from frontdesk.nlu.base import Option
 
 MAX_EXAMPLES_PER_AGENT = 40
 MAX_ROUTE_EXAMPLES = 60
+# Headings and questions of a knowledge agent's documents count for less than its own phrases.
+DOCUMENT_PHRASE_WEIGHT = 0.85
 
 
 def agent_examples(program: Program, name: str) -> tuple[str, ...]:
@@ -70,12 +72,14 @@ def route_options(program: Program, names: list[str], root: Path | None = None) 
 
     options = []
     for name in names:
-        examples = [e for e in agent_examples(program, name) if not (polarity(e) and len(e.split()) <= 3)]
-        examples.append(name.replace("_", " "))
+        weighted = {e: 1.0 for e in agent_examples(program, name) if not (polarity(e) and len(e.split()) <= 3)}
+        weighted.setdefault(name.replace("_", " "), 1.0)
         agent = program.agents[name]
         if root is not None and isinstance(agent, KnowledgeAgent):
-            examples.extend(knowledge_phrases(agent, root))
-        options.append(Option(key=name, examples=tuple(dict.fromkeys(examples))[:MAX_ROUTE_EXAMPLES]))
+            for phrase in knowledge_phrases(agent, root):
+                weighted.setdefault(phrase, DOCUMENT_PHRASE_WEIGHT)
+        kept = list(weighted.items())[:MAX_ROUTE_EXAMPLES]
+        options.append(Option(key=name, examples=tuple(e for e, _ in kept), weights=tuple(w for _, w in kept)))
     return options
 
 
@@ -89,11 +93,12 @@ def knowledge_phrases(agent: KnowledgeAgent, root: Path) -> list[str]:
             continue
         documents, _problems = load_source(source, root, fetch_urls=False)
         for doc in documents:
-            if doc.title and len(doc.title.split()) >= 2:
+            if len(doc.title) >= 4:
                 phrases.append(doc.title)
             for line in doc.text.splitlines():
                 text = line.strip().lstrip("#").strip()
-                if (line.lstrip().startswith("#") or text.endswith("?")) and 2 <= len(text.split()) <= 20:
+                heading = line.lstrip().startswith("#") and len(text) >= 4
+                if (heading or text.endswith("?")) and len(text.split()) <= 20:
                     phrases.append(text)
     return phrases
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from frontdesk.ir.models import Agent, Policy
 from frontdesk.runtime.context import Outcome, TurnContext
@@ -54,3 +55,34 @@ def apply_fallback(ctx: TurnContext, frame: Frame, reason: str, final: bool = Fa
     frame.node = frame.last_listen
     frame.waiting = True
     return Outcome.wait()
+
+
+# How far the agent the user turns to must lead the active one before it takes over unasked.
+SWITCH_LEAD = 0.25
+
+
+def clear_topic_switch(ctx: TurnContext, frame: Frame, message: str) -> str | None:
+    """Another member of the router that started this agent, when the embedding model is sure
+    the message is for it and not for the active agent; None otherwise (the agent handles it)."""
+    from frontdesk.ir.models import RouterAgent
+    from frontdesk.runtime.options import route_options
+
+    stack = ctx.state.stack
+    if ctx.understanding is None or len(stack) < 2 or stack[-1] is not frame or stack[-2].kind != "router":
+        return None
+    router = ctx.program.agents.get(stack[-2].agent)
+    if not isinstance(router, RouterAgent) or not frame.said_since_start:
+        return None
+    names = [m.agent for m in router.members if m.agent in ctx.program.agents]
+    key = ("switch-check", router.name)
+    if key not in ctx.option_cache:
+        ctx.option_cache[key] = route_options(ctx.program, names, Path(ctx.program.root) if ctx.program.root else None)
+    decision = ctx.embed_decide(message, ctx.option_cache[key], "route", frame.agent)
+    if decision is None or not decision.sure or decision.choice in (None, frame.agent):
+        return None
+    if decision.scores.get(frame.agent, 0.0) > decision.score - SWITCH_LEAD:
+        return None
+    ctx.log.emit("route_decided", frame.agent, agent=decision.choice, by="embedding",
+                 reason="the user changed topic", score=round(decision.score, 3),
+                 active_score=round(decision.scores.get(frame.agent, 0.0), 3))
+    return decision.choice

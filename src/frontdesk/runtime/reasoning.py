@@ -8,7 +8,7 @@ from frontdesk.ir.models import ReasoningAgent
 from frontdesk.llm.base import ChatMessage, LLMError, ToolCall
 from frontdesk.runtime import prompts
 from frontdesk.runtime.context import Outcome, TurnContext
-from frontdesk.runtime.policies import setup_frame
+from frontdesk.runtime.policies import clear_topic_switch, setup_frame
 from frontdesk.runtime.state import Frame
 
 APOLOGY = "Sorry, something went wrong on my side. Let's try that again in a moment."
@@ -25,6 +25,11 @@ class ReasoningExecutor:
             if agent.setup is not None:
                 return Outcome.push(setup_frame(agent))
         if frame.pending_input is not None:
+            target = clear_topic_switch(ctx, frame, frame.pending_input)
+            if target is not None:
+                frame.pending_input = None  # the message goes to the other agent
+                frame.waiting = True
+                return Outcome("switch", target=target)
             frame.messages.append({"role": "user", "content": frame.pending_input})
             frame.pending_input = None
         elif frame.waiting:
