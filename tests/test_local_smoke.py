@@ -39,5 +39,5 @@ def test_bookstore_conversation_with_smollm2(tmp_path, monkeypatch):
             assert isinstance(tool_call["arguments"], dict)
     routes = [e["data"]["agent"] for e in run.events_of("route_decided")]
     assert routes[:1] == ["book_recommendation"]
-    assert run.bot_lines[-1] == "Looking forward to serving you next time."  # the FAQ, verbatim
+    assert "Looking forward to serving you next time." in run.bot_lines  # the FAQ, verbatim
     assert all(line.strip() for line in run.bot_lines)
