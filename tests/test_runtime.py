@@ -539,3 +539,17 @@ def test_same_answers_give_the_same_turns(tmp_path):
                 for e in run.events if e["type"] != "session_started"]
 
     assert once() == once()
+
+
+def test_extractive_answer_quotes_the_best_sentences_without_a_model():
+    from frontdesk.runtime.answering import extractive_answer
+    from frontdesk.runtime.knowledge import Passage
+
+    passages = [
+        Passage("# Returns\nYou can return any book within 30 days of delivery. Gift cards are never refunded. "
+                "| Option | Fee |", "returns.md", 1.0),
+        Passage("Our shops open at 9 am on weekdays and close at 8 pm.", "hours.md", 0.4),
+    ]
+    answer = extractive_answer("Can I return a book after 30 days?", passages)
+    assert answer.startswith("You can return any book within 30 days of delivery.")
+    assert "|" not in answer and "# Returns" not in answer

@@ -45,6 +45,7 @@ def _local_understanding():
     if not local_models_available():
         return None, None
     embedder = get_default_embedder()
+    embedder.load()  # now, while the caller shows that models are loading, not at the first message
     return EmbeddingUnderstanding(embedder), embedder
 
 

@@ -136,6 +136,10 @@ class SentenceEmbedder(CachingEmbedder):
             # Never reach for a model hub: everything the model needs is inside the package.
             os.environ["HF_HUB_OFFLINE"] = "1"
             os.environ["TRANSFORMERS_OFFLINE"] = "1"
+            # The libraries' own progress bars and notices are not for a chat user.
+            os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+            os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+            os.environ.setdefault("TQDM_DISABLE", "1")
             model_dir = self.model_dir
             if model_dir is None:
                 if importlib.util.find_spec(LOCAL_MODEL_PACKAGE) is None:
@@ -148,6 +152,12 @@ class SentenceEmbedder(CachingEmbedder):
                 from sentence_transformers import SentenceTransformer
             except ImportError as error:
                 raise LocalModelMissing("sentence-transformers (with torch)") from error
+            try:
+                from transformers.utils import logging as transformers_logging
+
+                transformers_logging.disable_progress_bar()
+            except ImportError:  # an older transformers: its bar is only cosmetic
+                pass
             if self.threads:
                 torch.set_num_threads(self.threads)
             self._model = SentenceTransformer(model_dir, device="cpu")

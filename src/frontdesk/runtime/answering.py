@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 from pathlib import Path
 
@@ -65,6 +66,12 @@ class KnowledgeExecutor:
                      passages=[{"source": p.source, "score": round(p.score, 3)} for p in passages])
         if not passages:
             return self._no_answer(agent, frame, ctx, "no passage matches the question")
+        if not ctx.llm_classifies:
+            # No LLM, or one too small to ground an answer: quote what the sources say.
+            answer = extractive_answer(question, passages, ctx.knowledge.embedder)
+            ctx.log.emit("step", agent.name, action="extractive answer", source=passages[0].source)
+            ctx.say(agent.name, answer, frame)
+            return Outcome.done("success", "answered with sentences from the sources")
         window = ctx.program.settings.history_window
         request = build_answer_request(question, passages, prompts.history_messages(ctx.state.history[:-1], 6)
                                        if window else [], agent)
@@ -89,3 +96,32 @@ class KnowledgeExecutor:
         text = policy_message(agent.fallback) if agent.fallback and agent.fallback.kind == "text" else NOT_FOUND
         ctx.say(agent.name, text, frame)
         return Outcome.done("error", reason)
+
+
+MAX_ANSWER_SENTENCES = 3
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def extractive_answer(question: str, passages, embedder=None) -> str:
+    """The sentences of the best passages that answer the question best, in their original order."""
+    sentences: list[tuple[int, str]] = []
+    for rank, passage in enumerate(passages[:2]):
+        for part in _SENTENCE.split(passage.text):
+            text = part.strip().lstrip("#-*> ").strip()
+            # Whole sentences only: not headings, table rows or the cut-off start of a chunk.
+            if len(text.split()) >= 5 and "|" not in text and text[:1].isupper() | text[:1].isdigit():
+                sentences.append((rank, text))
+    if not sentences:
+        return passages[0].text.strip()
+    if embedder is not None:
+        vectors = embedder.encode([question] + [t for _, t in sentences])
+        scores = list(vectors[1:] @ vectors[0])
+    else:
+        asked = set(_WORD.findall(question.lower()))
+        scores = [len(asked & set(_WORD.findall(t.lower()))) / (1 + len(t.split()) ** 0.5) for _, t in sentences]
+    # Prefer the best passage: a small bonus keeps its sentences ahead of equal ones from the next.
+    ranked = sorted(range(len(sentences)), key=lambda i: scores[i] + (0.05 if sentences[i][0] == 0 else 0),
+                    reverse=True)
+    keep = sorted(ranked[:MAX_ANSWER_SENTENCES])
+    return " ".join(sentences[i][1] for i in keep)
