@@ -553,3 +553,73 @@ def test_extractive_answer_quotes_the_best_sentences_without_a_model():
     answer = extractive_answer("Can I return a book after 30 days?", passages)
     assert answer.startswith("You can return any book within 30 days of delivery.")
     assert "|" not in answer and "# Returns" not in answer
+
+
+class FixedUnderstanding:
+    """A stand-in for the embedding model: answers each message from a table."""
+
+    name = "fixed"
+
+    def __init__(self, table):
+        self.table = table  # message -> (choice, sure)
+        self.asked = []
+
+    def decide(self, message, options, task, thresholds=None):
+        from frontdesk.nlu.base import Decision
+
+        self.asked.append((task, message, [o.key for o in options], thresholds))
+        choice, sure = self.table[message]
+        return Decision(choice=choice, score=0.9 if sure else 0.5, margin=0.3 if sure else 0.01, sure=sure,
+                        best=choice)
+
+
+def test_sure_embedding_decisions_skip_the_llm_and_unsure_ones_ask_it(tmp_path):
+    prog = program(tmp_path, ENSEMBLE)
+    nlu = FixedUnderstanding({"greet me": ("greeter", True), "hmm weather?": ("weather", False)})
+    llm = ScriptedProvider([{"purpose": "route", "call": "route", "with": {"agent": "weather"}}])
+    run = run_conversation(prog, ["greet me", "Grace", "hmm weather?"], llm, understanding=nlu)
+    routes = [(e["data"]["agent"], e["data"]["by"]) for e in run.events_of("route_decided")]
+    assert routes == [("greeter", "embedding"), ("weather", "llm")]
+    assert llm_calls(run) == ["route"]  # only the unsure decision cost a call
+
+
+def test_unsure_embedding_decision_takes_the_best_guess_when_the_llm_cannot_classify(tmp_path):
+    prog = program(tmp_path, ENSEMBLE)
+    nlu = FixedUnderstanding({"hmm weather?": ("weather", False)})
+    llm = ScriptedProvider([])
+    llm.can_classify = False  # like the small local model
+    run = run_conversation(prog, ["hmm weather?"], llm, understanding=nlu)
+    assert said(run)[-1] == "Sunny in Paris."
+    assert run.events_of("route_decided")[0]["data"]["by"].startswith("embedding (unsure")
+
+
+def test_claims_decided_by_embedding_and_program_thresholds_reach_the_model(tmp_path):
+    prog = program(tmp_path, """
+        main:
+          type: flow agent
+          steps:
+            - bot: "Continue?"
+            - user
+            - if: the user claims "Yes"
+              then:
+                - bot: "going on"
+              else:
+                - bot: "stopping"
+    """)
+    (tmp_path / "config.yml").write_text("understanding:\n  claims:\n    accept: 0.8\n", encoding="utf-8")
+    prog, _ = load_program(tmp_path)
+    assert prog.settings.understanding["claims"].accept == 0.8
+    nlu = FixedUnderstanding({"sure thing": ("1", True)})
+    run = run_conversation(prog, ["sure thing"], ScriptedProvider([]), understanding=nlu)
+    assert said(run)[-1] == "going on"
+    assert llm_calls(run) == []
+    task, _, keys, thresholds = nlu.asked[0]
+    assert (task, keys) == ("claims", ["1"])
+    assert thresholds.accept == 0.8 and thresholds.margin is not None
+
+
+def test_bad_understanding_thresholds_are_diagnostics(tmp_path):
+    (tmp_path / "agents.yml").write_text("main:\n  type: flow agent\n  steps:\n    - bot: hi\n", encoding="utf-8")
+    (tmp_path / "config.yml").write_text("understanding:\n  claim:\n    accept: 2\n", encoding="utf-8")
+    _, diags = load_program(tmp_path)
+    assert any(d.is_error and "claims" in (d.hint or "") for d in diags)

@@ -426,6 +426,8 @@ Element = Union[
     PromptEndsHere,
     Mark,
     Comment,
+    "StrFragDef",
+    "RolesFragDef",
 ]
 
 
