@@ -25,7 +25,15 @@ class KnowledgeCache:
         self.embedder = embedder  # with one, retrieval is hybrid (BM25 + embeddings) and cached on disk
         self.progress = progress
         self._indexes: dict = {}
+        self._reported: set[tuple[str, str]] = set()
         self._lock = threading.Lock()
+
+    def unreported(self, agent: str, problems: list[str]) -> list[str]:
+        """The problems not yet reported in this process (each is reported once, not every turn)."""
+        with self._lock:
+            fresh = [p for p in problems if (agent, p) not in self._reported]
+            self._reported.update((agent, p) for p in fresh)
+        return fresh
 
     def index(self, agent: KnowledgeAgent):
         from frontdesk.runtime.knowledge import KnowledgeIndex
@@ -50,10 +58,9 @@ class KnowledgeExecutor:
         question = frame.pending_input or ctx.last_user_message()
         frame.pending_input = None
         index = ctx.knowledge.index(agent)
-        if not frame.started:
-            frame.started = True
-            for problem in index.problems:
-                ctx.log.emit("warning", agent.name, where="knowledge sources", message=problem)
+        frame.started = True
+        for problem in ctx.knowledge.unreported(agent.name, index.problems):
+            ctx.log.emit("warning", agent.name, where="knowledge sources", message=problem)
         faq = index.match_faq(question)
         if faq is not None:
             entry, score = faq

@@ -148,7 +148,7 @@ def parse_syntax(text: str, filename: str = "<acdl>") -> tuple[File | None, list
         index = len(tokens)
         tree = parser.feed_eof(tokens[-1] if tokens else None)
     except UnexpectedToken as exc:
-        bag.add(_token_error(exc, tokens, index, filename))
+        bag.add(_token_error(exc, tokens, index, filename, text.split("\n")))
         return None, bag.sorted()
     except UnexpectedInput as exc:  # pragma: no cover - other lark errors, kept precise anyway
         bag.error(codes.SYNTAX, str(exc).splitlines()[0], Span(file=filename, line=exc.line, column=exc.column))
@@ -300,12 +300,14 @@ def _open_brackets(tokens: list[Token], upto: int) -> tuple[list[Token], list[To
     return braces, parens
 
 
-def _expected_text(exc: UnexpectedToken) -> str:
+def _expected_text(exc: UnexpectedToken, in_brackets: bool = False) -> str:
     expected = set(exc.expected or ())
     try:
         expected = set(exc.interactive_parser.accepts()) if exc.interactive_parser is not None else expected
     except Exception:  # accepts() replays the parser; fall back to the LALR lookahead set
         pass
+    if not in_brackets:
+        expected -= {"_FOR", "_IN"}  # LALR lookahead shared with list comprehensions
     listed = [_TOKEN_TEXT[t] for t in _EXPECTED_ORDER if t in expected]
     if not listed:
         return ""
@@ -314,7 +316,27 @@ def _expected_text(exc: UnexpectedToken) -> str:
     return "; expected " + ", ".join(listed)
 
 
-def _token_error(exc: UnexpectedToken, tokens: list[Token], index: int, filename: str) -> Diagnostic:
+def _indent(lines: list[str], line: int) -> int:
+    text = lines[line - 1] if 0 < line <= len(lines) else ""
+    return len(text) - len(text.lstrip())
+
+
+def _likely_unclosed(tokens: list[Token], lines: list[str]) -> Token | None:
+    """The `{` most likely missing its `}`: the first one whose `}` (by counting) sits on a line
+    indented less than the line that opened it, i.e. a `}` meant for an outer block."""
+    stack: list[Token] = []
+    for token in tokens:
+        if token.type == "LBRACE":
+            stack.append(token)
+        elif token.type == "RBRACE" and stack:
+            opener = stack.pop()
+            starts_line = lines[token.line - 1][: token.column - 1].strip() == "" if 0 < token.line <= len(lines) else False
+            if starts_line and _indent(lines, token.line) < _indent(lines, opener.line):
+                return opener
+    return None
+
+
+def _token_error(exc: UnexpectedToken, tokens: list[Token], index: int, filename: str, lines: list[str]) -> Diagnostic:
     token: Token = exc.token
     prev = tokens[index - 1] if 0 < index <= len(tokens) else None
     braces, parens = _open_brackets(tokens, index)
@@ -327,7 +349,7 @@ def _token_error(exc: UnexpectedToken, tokens: list[Token], index: int, filename
                 hint=f"add '{')' if opener.value == '(' else ']'}' to close it",
             )
         if braces:
-            opener = braces[-1]
+            opener = _likely_unclosed(tokens, lines) or braces[-1]
             return Diagnostic(
                 codes.UNCLOSED_BRACE, "'{' is never closed", _span_of(opener, filename),
                 hint="add '}' to close the block opened here (blocks nest: every '{' needs its '}')",
@@ -335,7 +357,7 @@ def _token_error(exc: UnexpectedToken, tokens: list[Token], index: int, filename
         if prev is not None and prev.type == "ROLE":
             return _empty_role(prev, filename)
         span = _span_of(where, filename) if where is not None else Span(file=filename, line=1, column=1)
-        return Diagnostic(codes.SYNTAX, f"unexpected end of file{_expected_text(exc)}", span)
+        return Diagnostic(codes.SYNTAX, f"unexpected end of file{_expected_text(exc, bool(parens))}", span)
 
     span = _span_of(token, filename)
     if parens and token.type in ("LBRACE", "RBRACE"):
@@ -381,13 +403,32 @@ def _token_error(exc: UnexpectedToken, tokens: list[Token], index: int, filename
     if token.type == "_COLON" and prev is not None and prev.type in ("NAME", "TIME") and index >= 2 and tokens[index - 2].type == "_NAME_KW":
         return Diagnostic(codes.SYNTAX, "a Name definition binds with ':='", span, hint=f"write 'Name {prev.value} := ...'")
     hint = None
-    if prev is not None and prev.type == "_MARK":
+    opener = _statement_keyword(tokens, index)
+    if opener == "_MARK":
         hint = "write Mark 1 { ... }"
-    elif prev is not None and prev.type == "_FOREACH":
-        hint = "write ForEach(t: range(1, @T)) { ... }"
+    elif opener == "_FOREACH":
+        hint = "write ForEach(t: range(1, @T)) { ... } or ForEach(@t: range(1, @T)) { ... }"
+    elif opener == "_NAME_KW":
+        hint = "write Name x := expression"
+    elif opener in ("_STRFRAG", "_ROLESFRAG", "_ROLEFRAG"):
+        hint = "write StrFrag Name[params]: { ... } or RolesFrag Name[params]: { ... }"
+    elif opener == "_FRAG":
+        hint = "write Frag Name[args]"
+    elif not braces and token.type in ("LBRACE", "_LSQB", "NAME"):
+        hint = "a specification is written Name[@T]: { ... }"
     elif token.type == "NAME" and prev is not None and prev.type in ("NAME", "TIME", "_RPAR", "_RSQB", "NUMBER", "STRING") and braces and _inside_condition(tokens, index):
         hint = "a condition ends at '{'; join comparisons with & or |"
-    return Diagnostic(codes.SYNTAX, f"unexpected {_describe(token)}{_expected_text(exc)}", span, hint=hint)
+    return Diagnostic(codes.SYNTAX, f"unexpected {_describe(token)}{_expected_text(exc, bool(parens))}", span, hint=hint)
+
+
+def _statement_keyword(tokens: list[Token], index: int) -> str | None:
+    """The keyword that starts the construct being parsed at tokens[index], if it is still open."""
+    for token in reversed(tokens[:index]):
+        if token.type in ("_MARK", "_FOREACH", "_NAME_KW", "_STRFRAG", "_ROLESFRAG", "_ROLEFRAG", "_FRAG"):
+            return token.type
+        if token.type in ("LBRACE", "RBRACE", "ROLE", "COMMENT"):
+            return None
+    return None
 
 
 def _inside_condition(tokens: list[Token], index: int) -> bool:
@@ -427,6 +468,13 @@ class _Chain:
     trailers: list[tuple[str, Any, Any]]
     meta: Any
     ref: bool = False  # True for `$name...`
+
+
+@dataclass
+class _Split:
+    """Elements that stand in a body one after the other (an empty role and what followed it)."""
+
+    items: list[Any]
 
 
 @dataclass
@@ -492,7 +540,10 @@ class _TreeBuilder(Transformer):
         owner_comment: str | None = None
         body: list[Any] = []
         seen_element = False
+        flat: list[Any] = []
         for item in items:
+            flat.extend(item.items if isinstance(item, _Split) else [item])
+        for item in flat:
             if not isinstance(item, Token):
                 body.append(item)
                 seen_element = True
@@ -559,10 +610,11 @@ class _TreeBuilder(Transformer):
             self._bad("empty index list '[]'", self._span(trailer[2]) if trailer[2] is not None else span, "put an index inside, e.g. [@t], or remove the brackets")
         return values
 
-    def _segments(self, trailers: list[tuple[str, Any, Any]], span: Span, what: str) -> list[PathSegment]:
+    def _segments(self, trailers: list[tuple[str, Any, Any]], span: Span, head: str) -> list[PathSegment]:
         """`.field[idx]` trailers -> path segments; calls and doubled index lists are reported."""
         segments: list[PathSegment] = []
         for kind, value, meta in trailers:
+            what = "'" + head + "".join("." + seg.name for seg in segments) + "'"
             if kind == "field":
                 seg_span = self._span(meta)
                 segments.append(PathSegment(value, [], span=seg_span))
@@ -624,7 +676,7 @@ class _TreeBuilder(Transformer):
         if first_kind == "index":
             namespace_indices = self._indices_of(trailers[0], span)
             rest = trailers[1:]
-        return ContextVar(name, self._segments(rest, span, f"'{name}...'"), namespace_indices, span=span)
+        return ContextVar(name, self._segments(rest, span, name), namespace_indices, span=span)
 
     # ---- top level
 
@@ -675,7 +727,13 @@ class _TreeBuilder(Transformer):
             comment, body = self._body(inner)
             return RoleMessage(role, "block", body, comment=comment, span=span)
         if inner.span.line != role_token.line:
+            # `U:` with nothing on its line: report it once and keep what follows as a sibling,
+            # so the next line is not also reported as nested in this message.
             self.bag.add(_empty_role(role_token, self.filename))
+            empty = RoleMessage(role, "single", [], span=self._tok_span(role_token))
+            return _Split([empty, *(inner.items if isinstance(inner, _Split) else [inner])])
+        if isinstance(inner, _Split):  # `U: A:` then a newline: keep the pieces apart as well
+            return _Split([RoleMessage(role, "single", [inner.items[0]], span=span), *inner.items[1:]])
         return RoleMessage(role, "single", [inner], span=span)
 
     @v_args(meta=True)

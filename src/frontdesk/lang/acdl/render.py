@@ -587,8 +587,8 @@ body {{ margin: 0; background: #fff; color: {TEXT};
   font-family: "DejaVu Sans Mono", Menlo, Consolas, "Liberation Mono", monospace; font-size: {FONT_SIZE}px; }}
 .acdl {{ display: inline-block; padding: {MARGIN}px; min-width: 100%; }}
 .page-title {{ font-size: {TITLE_SIZE}px; color: {MUTED}; margin: 0 0 14px 0; font-weight: normal; }}
-.spec {{ display: table; margin-bottom: {SPEC_GAP}px; }}
-.spec:last-child {{ margin-bottom: 0; }}
+.spec {{ display: table; }}
+.acdl > .spec + *, .acdl > * + .spec {{ margin-top: {SPEC_GAP}px; }}
 .title {{ height: {TITLE_H}px; line-height: {TITLE_H}px; margin-bottom: {TITLE_GAP}px; font-size: {TITLE_SIZE}px;
   white-space: pre; font-weight: bold; }}
 .title .ix {{ font-weight: bold; }}
@@ -1021,7 +1021,9 @@ def _layout_size(views: list[Any]) -> tuple[float, float, list[tuple[Any, float,
         w, h = measure(v)
         placed.append((v, w, h))
         width = max(width, w)
-        height += h + (SPEC_GAP if i and isinstance(v, VSpec) else (GAP_TOP if i else 0))
+        if i and (isinstance(v, VSpec) or isinstance(placed[-2][0], VSpec)):
+            height += SPEC_GAP
+        height += h
     return width, height, placed
 
 
@@ -1038,8 +1040,8 @@ def render_svg(file_ast: Any) -> str:
     svg = _Svg()
     y = float(MARGIN)
     for i, (view, w, h) in enumerate(placed):
-        if i:
-            y += SPEC_GAP if isinstance(view, VSpec) else GAP_TOP
+        if i and (isinstance(view, VSpec) or isinstance(placed[i - 1][0], VSpec)):
+            y += SPEC_GAP
         draw(svg, view, float(MARGIN), y, w)
         y += h
     total_w = width + 2 * MARGIN
