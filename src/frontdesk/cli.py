@@ -296,6 +296,78 @@ def trace_(
     out.print(f"{len(events)} events, {calls} LLM calls, {tokens} tokens")
 
 
+def _mount_acdl() -> None:
+    from frontdesk.lang.acdl.cli import app as acdl_app
+    from frontdesk.lang.acdl.render_cli import diff_command, render_command
+
+    acdl_app.command("render", help="Render a specification as HTML, SVG, PNG or PDF.")(render_command)
+    acdl_app.command("diff", help="Structural diff of two specifications (exit status 1 when they differ).")(
+        diff_command)
+    acdl_app.command("verify", help="Check the LLM calls of a session trace against a specification.")(
+        verify_command)
+    app.add_typer(acdl_app, name="acdl", help="Agentic Context Description Language: check, fmt, render, diff, verify.")
+
+
+def verify_command(
+    spec: Path = typer.Argument(..., help="The .acdl specification."),
+    trace: str = typer.Argument(..., help="A session id (from the store) or a JSON-lines file from `frontdesk trace --json`."),
+    name: Optional[str] = typer.Option(None, "--spec", help="Check every call against this specification instead of the one named like the call's plan."),
+    store: str = typer.Option(None, "--store", help="Session store for a session id."),
+) -> None:
+    """Report, per LLM call, whether its messages conform to the specification (the first mismatch if not)."""
+    from frontdesk.lang.acdl import load_acdl
+    from frontdesk.lang.acdl.verify import verify_calls
+
+    file_ast, diags = load_acdl(spec)
+    if file_ast is None or any(d.is_error for d in diags):
+        _print_diagnostics(diags)
+        raise typer.Exit(2)
+    trace_path = Path(trace)
+    if trace_path.is_file():
+        try:
+            events = [json.loads(line) for line in trace_path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        except (OSError, ValueError) as exc:
+            err.print(f"[red]error:[/red] cannot read trace {trace}: {exc}")
+            raise typer.Exit(2)
+    else:
+        events = _open_store(store or _default_store()).events(trace)
+        if not events:
+            err.print(f"[red]error:[/red] {trace} is neither a trace file nor a session in {store or _default_store()}")
+            raise typer.Exit(2)
+    results = verify_calls(file_ast, events, name)
+    if not results:
+        err.print("[yellow]no LLM call in the trace has a specification in this file[/yellow] "
+                  "(calls are matched by their plan name, e.g. Route_triage; use --spec NAME to force one)")
+        raise typer.Exit(1)
+    for r in results:
+        mark = "[green]ok[/green]" if r.ok else "[red]mismatch[/red]"
+        out.print(f"#{r.seq} {r.plan or '-'} vs {r.spec}: {mark}" + (f" — {r.problem}" if r.problem else ""))
+    bad = sum(1 for r in results if not r.ok)
+    out.print(f"{len(results)} calls checked, {bad} mismatched")
+    raise typer.Exit(1 if bad else 0)
+
+
+@app.command()
+def describe(
+    program: str = typer.Argument(..., help="A program file or the folder that holds it."),
+    agent: Optional[str] = typer.Option(None, "--agent", help="Only this agent's calls."),
+    output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write the ACDL here instead of stdout."),
+) -> None:
+    """Write, in ACDL, every kind of LLM call the runtime makes for a program."""
+    from frontdesk.lang.acdl.describe import describe_program
+
+    prog, _ = _load(program, quiet_warnings=True)
+    if agent is not None and agent not in prog.agents:
+        err.print(f"[red]error:[/red] no agent {agent!r}; agents: {', '.join(prog.agents)}")
+        raise typer.Exit(2)
+    text = describe_program(prog, agent, label=program)
+    if output:
+        output.write_text(text, encoding="utf-8")
+        err.print(f"wrote {output}")
+    else:
+        sys.stdout.write(text)
+
+
 def main() -> None:
     try:
         app()
@@ -303,6 +375,8 @@ def main() -> None:
         err.print("interrupted")
         sys.exit(130)
 
+
+_mount_acdl()
 
 if __name__ == "__main__":
     main()

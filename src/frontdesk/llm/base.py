@@ -41,6 +41,9 @@ class LLMRequest(BaseModel):
     tool_choice: str = "auto"
     temperature: float | None = 0.0
     max_tokens: int | None = None
+    # Which prompt plan built the messages and the ACDL elements of each (for traces and verify).
+    plan: str = ""
+    structure: list[dict[str, Any]] = Field(default_factory=list)
 
 
 class Usage(BaseModel):

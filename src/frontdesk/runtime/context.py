@@ -188,7 +188,8 @@ class TurnContext:
         self.state.tokens["calls"] += 1
         self.log.emit(
             "llm_call", agent, purpose=request.purpose, provider=self.llm.name, model=response.model,
-            messages=prompt, tools=[t.name for t in request.tools],
+            messages=prompt, tools=[t.name for t in request.tools], plan=request.plan,
+            structure=request.structure,
             response={"content": response.content,
                       "tool_calls": [c.model_dump() for c in response.tool_calls]},
             prompt_tokens=response.usage.prompt_tokens, completion_tokens=response.usage.completion_tokens,

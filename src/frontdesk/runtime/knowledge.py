@@ -824,17 +824,9 @@ def build_answer_request(
     history_limit: int = 6,
 ) -> LLMRequest:
     """The `kb_answer` request: answer `question` only from `passages`, or reply exactly NO_ANSWER."""
-    about = f" {agent.description.strip()}" if agent.description.strip() else ""
-    system = (
-        f'You are the knowledge-base assistant "{agent.name}".{about}\n'
-        "Answer the user's latest question using ONLY the numbered passages below. "
-        "Do not use any other knowledge, do not guess, and cite nothing that is not in the passages. "
-        f"If the passages do not contain the answer, reply with exactly {NO_ANSWER} and nothing else.\n"
-        "Answer briefly and directly, in the language of the question, as a customer-service reply. "
-        "Do not mention the passages or their numbers; name a source only if the user asks where "
-        "the information comes from.\n\n"
-        f"Passages:\n{render_passages(passages)}"
-    )
+    from frontdesk.runtime import prompts
+    from frontdesk.runtime.promptplan import PromptPlan  # noqa: F401  (the plan type returned below)
+
     earlier = [
         ChatMessage(role=m.role, content=m.content)
         for m in history
@@ -843,8 +835,9 @@ def build_answer_request(
     if earlier and earlier[-1].role == "user" and earlier[-1].content.strip() == question.strip():
         earlier.pop()  # the caller already put the question into the history
     earlier = earlier[-history_limit:] if history_limit > 0 else []
-    messages = [ChatMessage(role="system", content=system), *earlier, ChatMessage(role="user", content=question)]
-    return LLMRequest(purpose="kb_answer", messages=messages, temperature=0.0)
+    plan = prompts.kb_answer_plan(agent, question, render_passages(passages), earlier, NO_ANSWER)
+    return LLMRequest(purpose="kb_answer", messages=plan.render(), temperature=0.0, plan=plan.name,
+                      structure=plan.structure())
 
 
 def is_no_answer(reply: str | None) -> bool:

@@ -11,6 +11,7 @@ from typing import Any
 
 from frontdesk.ir.models import Agent, ReasoningAgent, ToolDef
 from frontdesk.llm.base import ChatMessage, LLMRequest, ToolSchema
+from frontdesk.runtime.promptplan import Each, Fixed, Maybe, Message, PromptPlan, Turns, Value
 from frontdesk.runtime.state import HistoryItem
 
 NONE_CHOICE = "none"
@@ -29,27 +30,45 @@ def history_messages(history: list[HistoryItem], window: int) -> list[ChatMessag
     return out
 
 
-def transcript(history: list[HistoryItem], window: int) -> str:
-    lines = []
-    for item in history[-window:] if window else history:
-        who = "User" if item.role == "user" else f"Bot ({item.agent})" if item.agent else "Bot"
-        lines.append(f"{who}: {item.text}")
-    return "\n".join(lines) or "(no messages yet)"
+def _transcript_line(item: HistoryItem) -> str:
+    who = "User" if item.role == "user" else f"Bot ({item.agent})" if item.agent else "Bot"
+    return f"{who}: {item.text}"
+
+
+def conversation_message(history: list[HistoryItem], window: int) -> Message:
+    """The recent conversation as one user message: a header and a line per message."""
+    recent = history[-window:] if window else history
+    lines = Each("m", "sys.recent_messages", [Value("sys.transcript_line", "", "[m]")],
+                 [[Value("sys.transcript_line", _transcript_line(item), "[m]")] for item in recent])
+    return Message("user", [Fixed("CONVERSATION_HEADER", "Conversation:"), lines,
+                            Maybe("sys.recent_messages == none", [Fixed("NO_MESSAGES_YET", "(no messages yet)")],
+                                  present=not recent, parts=[Fixed("NO_MESSAGES_YET", "(no messages yet)")])])
+
+
+def _agent_line(agent: Agent) -> Value:
+    return Value("sys.agent_description", f"- {agent.name}: {agent.description or '(no description)'}", "[agent]")
+
+
+def route_plan(router: Agent, candidates: list[Agent], history: list[HistoryItem], window: int) -> PromptPlan:
+    """Choose the member agent that should handle the user's latest message."""
+    instructions = (getattr(router, "instructions", None) or "").strip()
+    system = Message("system", [
+        Fixed("ROUTER_ROLE", "You are the dispatcher of a customer-service assistant. Pick the one agent that "
+                             "should handle the user's latest message, judging by the agents' descriptions and "
+                             "the conversation."),
+        Fixed("AGENTS_HEADER", "Agents:"),
+        Each("agent", "sys.candidate_agents", [_agent_line(Agent_placeholder)], [[_agent_line(a)] for a in candidates]),
+        Fixed("NONE_OPTION", f'If no agent fits the message, choose "{NONE_CHOICE}". Answer by calling {ROUTE_TOOL}.'),
+        Maybe("sys.router.prompt", [Fixed("SELECTION_POLICY_HEADER", "Selection policy:"), Value("sys.router.prompt", "")],
+              present=bool(instructions),
+              parts=[Fixed("SELECTION_POLICY_HEADER", "Selection policy:"), Value("sys.router.prompt", instructions)]),
+    ])
+    return PromptPlan(f"Route_{router.name}", "[@T]", [system, conversation_message(history, window)],
+                      comment=f"{router.name} picks the agent for the user's message (tool: {ROUTE_TOOL})")
 
 
 def route_request(router: Agent, candidates: list[Agent], history: list[HistoryItem], window: int) -> LLMRequest:
-    """Choose the member agent that should handle the user's latest message."""
     names = [a.name for a in candidates]
-    listing = "\n".join(f"- {a.name}: {a.description or '(no description)'}" for a in candidates)
-    system = (
-        "You are the dispatcher of a customer-service assistant. Pick the one agent that should "
-        "handle the user's latest message, judging by the agents' descriptions and the conversation.\n"
-        f"Agents:\n{listing}\n"
-        f"If no agent fits the message, choose \"{NONE_CHOICE}\". Answer by calling {ROUTE_TOOL}."
-    )
-    instructions = getattr(router, "instructions", None)
-    if instructions:
-        system += f"\nSelection policy:\n{instructions.strip()}"
     tool = ToolSchema(
         name=ROUTE_TOOL,
         description="Hand the user's latest message to an agent.",
@@ -59,9 +78,48 @@ def route_request(router: Agent, candidates: list[Agent], history: list[HistoryI
             "required": ["agent"],
         },
     )
-    messages = [ChatMessage(role="system", content=system)]
-    messages.append(ChatMessage(role="user", content=f"Conversation:\n{transcript(history, window)}"))
-    return LLMRequest(purpose="route", messages=messages, tools=[tool], tool_choice=ROUTE_TOOL)
+    plan = route_plan(router, candidates, history, window)
+    return _request("route", plan, tools=[tool], tool_choice=ROUTE_TOOL)
+
+
+def understand_plan(agent: Agent, choices: list[tuple[str, list[str]]], switches: list[Agent],
+                    extract: list[str], history: list[HistoryItem], window: int) -> PromptPlan:
+    about = f" ({agent.description})." if agent.description else "."
+    asks_choice = bool(choices or switches)
+    case_line = lambda key, examples: Value(  # noqa: E731
+        "sys.claims_examples", f"- {key}: the user says something like " + "; ".join(f'"{e}"' for e in examples),
+        "[case]")
+    switch_line = lambda a: Value(  # noqa: E731
+        "sys.agent_description", f"- switch:{a.name}: the user asks for something else: {a.description}", "[agent]")
+    question = Fixed("CHOICE_QUESTION", "Which option matches the user's latest message?")
+    none_option = Fixed("NONE_OPTION", f"- {NONE_CHOICE}: none of the above")
+    choice_shape = [
+        question,
+        Each("case", "sys.claims_cases", [Value("sys.claims_examples", "", "[case]",
+                                                 comment="- 1: the user says something like \"…\"")]),
+        Each("agent", "sys.switch_agents", [Value("sys.agent_description", "", "[agent]",
+                                                   comment="- switch:<agent>: the user asks for something else")]),
+        none_option,
+    ]
+    choice_parts = [
+        question,
+        Each("case", "sys.claims_cases", [], [[case_line(k, e)] for k, e in choices]),
+        Each("agent", "sys.switch_agents", [], [[switch_line(a)] for a in switches]),
+        none_option,
+    ]
+    extract_intro = "Fill in the values the user gave for these arguments (leave out any the user did not give):"
+    system = Message("system", [
+        Fixed("UNDERSTAND_ROLE", f'You read the user\'s latest message for the "{agent.name}" step of a conversation'),
+        Value("sys.agent.description", about),
+        Maybe("sys.claims_cases", choice_shape, present=asks_choice, parts=choice_parts),
+        Maybe("sys.args_to_extract", [Fixed("EXTRACT_INSTRUCTIONS", extract_intro), Value("sys.args_to_extract", "")],
+              present=bool(extract),
+              parts=[Fixed("EXTRACT_INSTRUCTIONS", extract_intro), Value("sys.args_to_extract", ", ".join(extract))]),
+        Fixed("ANSWER_WITH_TOOL", f"Answer by calling {UNDERSTAND_TOOL}."),
+    ])
+    return PromptPlan(f"Understand_{agent.name}", "[@T]", [system, conversation_message(history, window)],
+                      comment=f"{agent.name}: which `the user claims` case holds, a topic switch, and argument "
+                              f"values, in one call (tool: {UNDERSTAND_TOOL})")
 
 
 def understand_request(
@@ -74,58 +132,61 @@ def understand_request(
 ) -> LLMRequest:
     """Decide, in one call, which `the user claims` case holds, whether the user switched
     topic, and the values of the arguments the flow is about to read."""
-    lines = [
-        f"You read the user's latest message for the \"{agent.name}\" step of a conversation"
-        + (f" ({agent.description})." if agent.description else ".")
-    ]
     props: dict[str, Any] = {}
     required = []
     if choices or switches:
-        options = []
-        for key, examples in choices:
-            quoted = "; ".join(f'"{e}"' for e in examples)
-            options.append(f"- {key}: the user says something like {quoted}")
-        for sw in switches:
-            options.append(f"- switch:{sw.name}: the user asks for something else: {sw.description}")
-        options.append(f"- {NONE_CHOICE}: none of the above")
-        lines.append("Which option matches the user's latest message?\n" + "\n".join(options))
         enum = [k for k, _ in choices] + [f"switch:{s.name}" for s in switches] + [NONE_CHOICE]
         props["choice"] = {"type": "string", "enum": enum}
         required.append("choice")
     if extract:
-        lines.append(
-            "Fill in the values the user gave for these arguments (leave out any the user did not give): "
-            + ", ".join(extract)
-        )
-        props["args"] = {
-            "type": "object",
-            "properties": {name: {} for name in extract},
-        }
-    lines.append(f"Answer by calling {UNDERSTAND_TOOL}.")
+        props["args"] = {"type": "object", "properties": {name: {} for name in extract}}
     tool = ToolSchema(
         name=UNDERSTAND_TOOL,
         description="Report what the user's latest message means.",
         parameters={"type": "object", "properties": props, "required": required},
     )
-    messages = [ChatMessage(role="system", content="\n".join(lines))]
-    messages.append(ChatMessage(role="user", content=f"Conversation:\n{transcript(history, window)}"))
-    return LLMRequest(purpose="understand", messages=messages, tools=[tool], tool_choice=UNDERSTAND_TOOL)
+    plan = understand_plan(agent, choices, switches, extract, history, window)
+    return _request("understand", plan, tools=[tool], tool_choice=UNDERSTAND_TOOL)
+
+
+def reasoning_plan(agent: ReasoningAgent, values: dict[str, Any], messages: list[ChatMessage]) -> PromptPlan:
+    def arg_line(k, v):
+        shown = json.dumps(v, default=str) if v is not None else "(unknown)"
+        return Value("sys.arg_value", f"- {k}: {shown}", "[arg]")
+
+    system = Message("system", [
+        Value("sys.agent.prompt", agent.instructions.strip(), comment="the agent's prompt"),
+        Maybe("sys.agent.args", [Fixed("ARGS_HEADER", "Arguments you keep track of (record a value as soon as "
+                                                       f"you learn it by calling {SET_ARGS_TOOL}):"),
+                                 Each("arg", "sys.agent.args", [Value("sys.arg_value", "", "[arg]")])],
+              present=bool(values),
+              parts=[Fixed("ARGS_HEADER", "Arguments you keep track of (record a value as soon as you learn it "
+                                          f"by calling {SET_ARGS_TOOL}):"),
+                     Each("arg", "sys.agent.args", [], [[arg_line(k, v)] for k, v in values.items()])]),
+        Fixed("REASONING_RULES", f"When your task is complete, call {FINISH_TOOL}. If the user asks for something "
+                                 f"outside your task, call {HAND_BACK_TOOL} so another agent can help. Otherwise "
+                                 "reply to the user."),
+    ])
+    shape = [
+        Message("user", [Value("env.user_message", "", "[m]")]),
+        Message("assistant", [Value("resp.agent_message", "", "[m]", comment="a reply or tool calls")]),
+        Message("tool", [Value("sys.tool_result", "", "[m]")]),
+    ]
+    element = {"user": ("env.user_message", "[m]"), "assistant": ("resp.agent_message", "[m]"),
+               "tool": ("sys.tool_result", "[m]"), "system": ("sys.note", "[m]")}
+    real = []
+    for m in messages:
+        path, idx = element[m.role]
+        real.append(Message(m.role, [Value(path, m.content or "", idx)], tool_calls=m.tool_calls,
+                            tool_call_id=m.tool_call_id, name=m.name))
+    turns = Turns("m", "sys.agent_transcript", shape, real)
+    return PromptPlan(f"Reason_{agent.name}", "[@T.I]", [system, turns],
+                      comment=f"{agent.name}: one step of the tool-calling loop (the transcript holds the "
+                              "conversation so far, the agent's tool calls and their results)")
 
 
 def reasoning_system_prompt(agent: ReasoningAgent, values: dict[str, Any]) -> str:
-    arg_lines = "\n".join(f"- {k}: {json.dumps(v, default=str) if v is not None else '(unknown)'}"
-                          for k, v in values.items())
-    parts = [agent.instructions.strip()]
-    if values:
-        parts.append(
-            "Arguments you keep track of (record a value as soon as you learn it by calling "
-            f"{SET_ARGS_TOOL}):\n{arg_lines}"
-        )
-    parts.append(
-        f"When your task is complete, call {FINISH_TOOL}. If the user asks for something outside "
-        f"your task, call {HAND_BACK_TOOL} so another agent can help. Otherwise reply to the user."
-    )
-    return "\n\n".join(parts)
+    return reasoning_plan(agent, values, []).render()[0].content or ""
 
 
 def reasoning_tools(agent: ReasoningAgent, tools: dict[str, ToolDef]) -> list[ToolSchema]:
@@ -161,5 +222,43 @@ def reasoning_tools(agent: ReasoningAgent, tools: dict[str, ToolDef]) -> list[To
 
 def reasoning_request(agent: ReasoningAgent, values: dict[str, Any], messages: list[ChatMessage],
                       tools: dict[str, ToolDef]) -> LLMRequest:
-    system = ChatMessage(role="system", content=reasoning_system_prompt(agent, values))
-    return LLMRequest(purpose="reason", messages=[system, *messages], tools=reasoning_tools(agent, tools))
+    return _request("reason", reasoning_plan(agent, values, messages), tools=reasoning_tools(agent, tools))
+
+
+def kb_answer_plan(agent: Agent, question: str, passages_text: str, earlier: list[ChatMessage],
+                   no_answer: str) -> PromptPlan:
+    about = f" {agent.description.strip()}" if agent.description.strip() else ""
+    system = Message("system", [
+        Fixed("KB_ROLE", f'You are the knowledge-base assistant "{agent.name}".'),
+        Value("sys.agent.description", about.strip()),
+        Fixed("GROUNDING_RULES",
+              "Answer the user's latest question using ONLY the numbered passages below. Do not use any other "
+              "knowledge, do not guess, and cite nothing that is not in the passages. If the passages do not "
+              f"contain the answer, reply with exactly {no_answer} and nothing else.\nAnswer briefly and "
+              "directly, in the language of the question, as a customer-service reply. Do not mention the "
+              "passages or their numbers; name a source only if the user asks where the information comes from."),
+        Fixed("PASSAGES_HEADER", "\nPassages:"),
+        Value("sys.retrieved_passages", passages_text, "[@T]",
+              comment="the best chunks for the question, numbered, with their sources"),
+    ])
+    shape = [Message("user", [Value("env.user_message", "", "[m]")]),
+             Message("assistant", [Value("resp.bot_message", "", "[m]")])]
+    real = [Message(m.role, [Value("env.user_message" if m.role == "user" else "resp.bot_message",
+                                   m.content or "", "[m]")]) for m in earlier]
+    question_msg = Message("user", [Value("env.user_message", question, "[@T]")])
+    return PromptPlan(f"Answer_{agent.name}", "[@T]",
+                      [system, Turns("m", "sys.recent_messages", shape, real), question_msg],
+                      comment=f"{agent.name}: a grounded answer from retrieved passages")
+
+
+def _request(purpose, plan: PromptPlan, **kw) -> LLMRequest:
+    return LLMRequest(purpose=purpose, messages=plan.render(), plan=plan.name, structure=plan.structure(), **kw)
+
+
+# Describing shapes needs an agent-like object where a real one is not at hand.
+class _AgentPlaceholder:
+    name = "agent"
+    description = ""
+
+
+Agent_placeholder = _AgentPlaceholder()

@@ -20,10 +20,18 @@ def parse_acdl(text: str, filename: str = "<acdl>") -> tuple[File | None, list[D
 
     Never raises on bad input; problems are diagnostics with file, line, column and a hint.
     """
-    file_ast, diagnostics = parse_syntax(text, filename)
-    if file_ast is None:
-        return None, diagnostics
-    found = diagnostics + check_file(file_ast)
+    try:
+        file_ast, diagnostics = parse_syntax(text, filename)
+        if file_ast is None:
+            return None, diagnostics
+        found = diagnostics + check_file(file_ast)
+    except RecursionError:
+        return None, [
+            Diagnostic(
+                codes.SYNTAX, "the specification nests too deeply to read", Span(file=filename),
+                hint="split long expressions with Name definitions and deep blocks into fragments",
+            )
+        ]
     return file_ast, _sorted(found)
 
 

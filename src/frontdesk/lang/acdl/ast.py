@@ -10,6 +10,9 @@ Conventions
   An inline comment after a closing `}` is kept as a `Comment(inline=True)` right after that
   construct in the same body. Standalone comments are `Comment(inline=False)` body elements.
 - Comment text is what follows `//`, stripped of surrounding blanks.
+- Layout trivia is not part of the tree: the parser sets the plain attribute `blank_line_before`
+  (see BLANK_LINE_BEFORE) on body elements preceded by an empty source line, and the printer
+  keeps one blank line there. It is not a field: not compared, not in `to_dict()`.
 - `to_dict()` gives `{"node": ClassName, <fields>..., "span": {...}}`; `node_from_dict` reverses it.
 """
 
@@ -60,11 +63,14 @@ __all__ = [
     "Element",
     "TopLevelItem",
     "ROLES",
+    "BLANK_LINE_BEFORE",
     "CHAT_ROLES",
     "NAMESPACES",
     "walk",
     "node_from_dict",
 ]
+
+BLANK_LINE_BEFORE = "blank_line_before"
 
 ROLES = ("S", "U", "A", "T", "N")
 CHAT_ROLES = ("S", "U", "A", "T")
@@ -290,6 +296,7 @@ Expr = Union[
     Template,
     FunctionCall,
     NameRef,
+    "FragInvoke",
 ]
 
 
@@ -326,7 +333,8 @@ class NameDef(Commentable):
 @dataclass
 class FragInvoke(Commentable):
     """`Frag Name[args]`; kind is "str" or "roles": the definition's kind when the fragment is
-    defined in the file, otherwise resolved by context (inside a role message -> "str")."""
+    defined in the file, otherwise resolved by context (inside a role message or StrFrag, or as an
+    argument in an expression -> "str"; where role messages stand -> "roles")."""
 
     name: str
     args: list["Expr"] = field(default_factory=list)

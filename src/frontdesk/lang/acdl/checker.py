@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from frontdesk.diagnostics import Diagnostic, DiagnosticBag, Span, did_you_mean
+from frontdesk.diagnostics import Diagnostic, DiagnosticBag, did_you_mean
 
 from . import codes
 from .ast import (
@@ -267,7 +267,7 @@ class _Checker:
         self.body(node.body, ctx.inner(role=node, top=False))
 
     def content(self, node: Any, ctx: _Context, prev: Any) -> None:
-        if isinstance(node, Template) and node.args is None and node.name in ROLES:
+        if isinstance(node, Template) and node.args is None and node.name in ROLES and not ctx.in_content:
             self.bag.error(
                 codes.MISSING_ROLE_COLON, f"missing ':' after role letter '{node.name}'", node.span,
                 hint=f"write '{node.name}: ...'",
@@ -287,7 +287,7 @@ class _Checker:
                 )
         self.expr(node, ctx)
 
-    def frag_invoke(self, node: FragInvoke, ctx: _Context) -> None:
+    def frag_invoke(self, node: FragInvoke, ctx: _Context, in_expression: bool = False) -> None:
         definition = self.fragments.get(node.name)
         for arg in node.args:
             self.expr(arg, ctx)
@@ -296,7 +296,13 @@ class _Checker:
             hint = f"did you mean '{suggestion}'?" if suggestion else "define it with StrFrag Name[params]: { ... } or RolesFrag Name[params]: { ... }"
             self.bag.error(codes.UNDEFINED_FRAGMENT, f"fragment '{node.name}' is not defined", node.span, hint=hint)
             return
-        if isinstance(definition, StrFragDef) and not ctx.in_content:
+        if in_expression:
+            if isinstance(definition, RolesFragDef):
+                self.bag.error(
+                    codes.ROLES_FRAG_IN_ROLE, f"roles fragment '{node.name}' used as a value", node.span,
+                    hint="only string fragments can be arguments; roles fragments expand to role messages",
+                )
+        elif isinstance(definition, StrFragDef) and not ctx.in_content:
             self.bag.error(
                 codes.STR_FRAG_OUTSIDE_ROLE, f"string fragment '{node.name}' invoked outside a role message", node.span,
                 hint=f"string fragments expand to content: invoke it inside a role, e.g. U: {{ Frag {node.name}[...] }}",
@@ -402,6 +408,8 @@ class _Checker:
         elif isinstance(node, ImplicitRange):
             for arg in node.args:
                 self.expr(arg, ctx)
+        elif isinstance(node, FragInvoke):
+            self.frag_invoke(node, ctx, in_expression=True)
         elif isinstance(node, ListComprehension):
             self.expr(node.iterable, ctx)
             self.expr(node.element, ctx.inner(variables=ctx.variables | {node.var}))

@@ -68,7 +68,7 @@ DESCRIPTIONS: dict[str, str] = {
     N_NOT_ALONE: "something other than the single `N:` block (and comments) at the top level of a completion prompt",
     CONTENT_OUTSIDE_ROLE: "a content element (template, variable, function, literal, $name) outside any role message",
     STR_FRAG_OUTSIDE_ROLE: "a string fragment (StrFrag) invoked where role messages are expected",
-    ROLES_FRAG_IN_ROLE: "a roles fragment (RolesFrag) invoked inside a role message or string fragment",
+    ROLES_FRAG_IN_ROLE: "a roles fragment (RolesFrag) invoked inside a role message or string fragment, or used as an argument",
     ROLE_IN_STR_FRAG: "a role message inside a StrFrag definition (string fragments produce content only)",
     TEMPLATE_NAME: "warning: a template whose name is not ALL_CAPS (e.g. `Instructions`)",
     CAPS_FUNCTION: "an ALL_CAPS name called with an index list like a function; templates take no indices",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -9,6 +10,7 @@ from typing import Any
 from frontdesk.lang.acdl.render import (
     CSS,
     _esc,
+    _header_runs,
     build_view,
     element_label,
     element_text,
@@ -68,15 +70,16 @@ class Diff:
             lines.append("  (no structural differences)")
             return "\n".join(lines) + "\n"
         for c in self.changes:
+            before, after = _short(c.before), _short(c.after)
             if c.kind == "removed":
-                lines.append(f"- removed  {c.path}: {c.before}")
+                lines.append(f"- removed  {c.path}: {before}")
             elif c.kind == "added":
-                lines.append(f"+ added    {c.path}: {c.after}")
+                lines.append(f"+ added    {c.path}: {after}")
             elif c.kind == "moved":
-                lines.append(f"> moved    {c.old_path} -> {c.path}: {c.after}")
+                lines.append(f"> moved    {c.old_path} -> {c.path}: {after}")
             else:
                 where = c.path if c.old_path in (None, c.path) else f"{c.old_path} -> {c.path}"
-                lines.append(f"~ changed  {where}: {c.before}  =>  {c.after}")
+                lines.append(f"~ changed  {where}: {before}  =>  {after}")
         counts = ", ".join(f"{n} {kind}" for kind, n in self.summary().items() if n)
         lines.append(f"  ({counts})")
         return "\n".join(lines) + "\n"
@@ -95,31 +98,18 @@ class Diff:
         return json.dumps(self.to_json(), indent=2, ensure_ascii=False) + "\n"
 
 
+TEXT_WIDTH = 100
+
+
+def _short(text: str | None) -> str:
+    """Long element prints are cut in the text listing (the JSON keeps them whole)."""
+    text = text or ""
+    return text if len(text) <= TEXT_WIDTH else text[: TEXT_WIDTH - 3] + "..."
+
+
 # ---------------------------------------------------------------------------
 # Sequence alignment
 # ---------------------------------------------------------------------------
-
-
-def _lcs_pairs(a: list[str], b: list[str]) -> list[tuple[int, int]]:
-    """Index pairs of a longest common subsequence of two key lists (ties keep earlier positions)."""
-    n, m = len(a), len(b)
-    table = [[0] * (m + 1) for _ in range(n + 1)]
-    for i in range(n - 1, -1, -1):
-        row, below = table[i], table[i + 1]
-        for j in range(m - 1, -1, -1):
-            row[j] = below[j + 1] + 1 if a[i] == b[j] else max(below[j], row[j + 1])
-    pairs = []
-    i = j = 0
-    while i < n and j < m:
-        if a[i] == b[j]:
-            pairs.append((i, j))
-            i += 1
-            j += 1
-        elif table[i + 1][j] >= table[i][j + 1]:
-            i += 1
-        else:
-            j += 1
-    return pairs
 
 
 def _kind(node: Any) -> str:
@@ -129,16 +119,6 @@ def _kind(node: Any) -> str:
 CONTAINERS = ("RoleMessage", "ForEach", "If", "Switch", "Mark")
 
 
-def _shallow_key(node: Any) -> str:
-    """What makes two differing elements "the same element, changed" rather than a removal and an addition."""
-    kind = _kind(node)
-    if kind == "RoleMessage":
-        return "role:" + str(node.role)
-    if kind in ("NameDef", "FragInvoke"):
-        return f"{kind}:{node.name}"
-    return kind
-
-
 def _head_text(node: Any) -> str:
     """The element without its body: what a container's own change is judged on."""
     kind = _kind(node)
@@ -146,7 +126,7 @@ def _head_text(node: Any) -> str:
         return f"{node.role}:"
     if kind == "ForEach":
         var = ("@" if getattr(node, "time_var", False) and not str(node.var).startswith("@") else "") + str(node.var)
-        return f"ForEach({var}: {expr_text(node.iterable)})"
+        return "".join(r.text for r in _header_runs("ForEach", node))
     if kind == "Mark":
         return f"Mark {'?' if node.number is None else node.number}"
     if kind == "Switch":
@@ -187,31 +167,27 @@ class _Differ:
         a_seg, b_seg = _segments(a), _segments(b)
         a_keys = [element_text(e) for e in a]
         b_keys = [element_text(e) for e in b]
-        anchors = _lcs_pairs(a_keys, b_keys)
+        # One order-preserving alignment of the two bodies that maximises the total pair weight: an
+        # equal element weighs most, the same element changed (same role, same construct, similar
+        # content) less. Equal pairs are unchanged, the other pairs are compared in depth.
+        aligned = _best_pairs(list(range(len(a))), list(range(len(b))), a, b, a_keys, b_keys)
+        anchors = [(i, j) for i, j in aligned if a_keys[i] == b_keys[j]]
+        paired = [(i, j) for i, j in aligned if a_keys[i] != b_keys[j]]
         matched_a = {i for i, _ in anchors}
         matched_b = {j for _, j in anchors}
-        # The same element at another position in the same body: moved.
+        paired_a = {i for i, _ in paired}
+        paired_b = {j for _, j in paired}
+        # Left over on both sides and equal: the same element at another position, moved.
         for i in range(len(a)):
-            if i in matched_a:
+            if i in matched_a or i in paired_a:
                 continue
             for j in range(len(b)):
-                if j not in matched_b and a_keys[i] == b_keys[j]:
+                if j not in matched_b and j not in paired_b and a_keys[i] == b_keys[j]:
                     matched_a.add(i)
                     matched_b.add(j)
                     self.add(Change("moved", f"{b_prefix}/{b_seg[j]}", a_keys[i], b_keys[j],
                                     f"{a_prefix}/{a_seg[i]}", a[i], b[j]))
                     break
-        # Within each gap between anchors, pair leftovers of the same kind: changed (recurse into blocks).
-        gap_a = _gap_ids(len(a), [i for i, _ in anchors])
-        gap_b = _gap_ids(len(b), [j for _, j in anchors])
-        paired: list[tuple[int, int]] = []
-        for gap in sorted(set(gap_a.values()) | set(gap_b.values())):
-            left = [i for i in range(len(a)) if i not in matched_a and gap_a[i] == gap]
-            right = [j for j in range(len(b)) if j not in matched_b and gap_b[j] == gap]
-            for li, rj in _lcs_pairs([_shallow_key(a[i]) for i in left], [_shallow_key(b[j]) for j in right]):
-                paired.append((left[li], right[rj]))
-        paired_a = {i for i, _ in paired}
-        paired_b = {j for _, j in paired}
         # Report in B's order, removals where they were.
         events: list[tuple[float, int, Any]] = []
         for i, j in paired:
@@ -236,10 +212,23 @@ class _Differ:
         kind = _kind(a)
         if element_text(a) == element_text(b):
             return
+        # A Mark put around, or taken away from, an element: report it, then compare what is inside.
+        if kind == "Mark" and _kind(b) != "Mark" and _single(a) is not None:
+            inner = _single(a)
+            self.add(Change("changed", b_path, _mark_summary(a, inner), element_label(b), a_path, a, None))
+            self.element(inner, b, f"{a_path}/{_segments([inner])[0]}", b_path)
+            return
+        if _kind(b) == "Mark" and kind != "Mark" and _single(b) is not None:
+            inner = _single(b)
+            self.add(Change("changed", b_path, element_label(a), _mark_summary(b, inner), a_path, None, b))
+            self.element(a, inner, a_path, f"{b_path}/{_segments([inner])[0]}")
+            return
         if kind not in CONTAINERS or _kind(b) != kind:
             self.add(Change("changed", b_path, element_text(a), element_text(b), a_path, a, b))
             return
-        if _head_text(a) != _head_text(b):
+        if kind == "RoleMessage" and a.role != b.role:
+            self.add(Change("changed", b_path, element_text(a), element_text(b), a_path, a, b))
+        elif _head_text(a) != _head_text(b):
             self.add(Change("changed", b_path, _head_text(a), _head_text(b), a_path, a, b))
         if kind == "If":
             self.if_chain(a, b, a_path, b_path)
@@ -284,17 +273,75 @@ class _Differ:
                 self.bodies(a.default, b.default, f"{a_path}/Default", f"{b_path}/Default")
 
 
-def _gap_ids(n: int, anchor_positions: list[int]) -> dict[int, int]:
-    """For each index, how many anchors come before it (indices between the same anchors share a gap)."""
-    ids = {}
-    k = 0
-    anchors = set(anchor_positions)
-    for i in range(n):
-        if i in anchors:
-            k += 1
-            continue
-        ids[i] = k
-    return ids
+def _mark_summary(mark: Any, inner: Any) -> str:
+    number = "?" if mark.number is None else mark.number
+    return f"Mark {number} {{ {element_label(inner)} }}"
+
+
+def _single(mark: Any) -> Any | None:
+    """The only element inside a Mark, or None when it holds several (or none)."""
+    inner = _elements(getattr(mark, "body", None))
+    return inner[0] if len(inner) == 1 else None
+
+
+def _similarity(a: Any, b: Any) -> float:
+    return difflib.SequenceMatcher(None, element_text(a), element_text(b), autojunk=False).ratio()
+
+
+def _pair_weight(a: Any, b: Any) -> float:
+    """How strongly A's element `a` and B's element `b` look like one element changed (0: not at all)."""
+    ka, kb = _kind(a), _kind(b)
+    if ka == "Mark" and kb != "Mark":
+        inner = _single(a)
+        return max(0.0, _pair_weight(inner, b) - 0.05) if inner is not None else 0.0
+    if kb == "Mark" and ka != "Mark":
+        inner = _single(b)
+        return max(0.0, _pair_weight(a, inner) - 0.05) if inner is not None else 0.0
+    if ka != kb:
+        return 0.0
+    sim = _similarity(a, b)
+    if ka == "RoleMessage":
+        if a.role == b.role:
+            return 1.0 + sim
+        body_sim = difflib.SequenceMatcher(
+            None, " ".join(element_text(e) for e in _elements(a.body)),
+            " ".join(element_text(e) for e in _elements(b.body)), autojunk=False).ratio()
+        return body_sim if body_sim >= 0.8 else 0.0
+    if ka in CONTAINERS:
+        return 1.0 + sim
+    if element_label(a) == element_label(b):
+        return 1.0 + sim
+    return sim if sim >= 0.34 else 0.0
+
+
+EQUAL_WEIGHT = 3.0  # an equal pair outweighs one changed pair (at most 2) but not two
+
+
+def _best_pairs(left: list[int], right: list[int], a: list[Any], b: list[Any],
+                a_keys: list[str], b_keys: list[str]) -> list[tuple[int, int]]:
+    """An order-preserving pairing of A's and B's elements that maximises the total pair weight."""
+    if not left or not right:
+        return []
+    n, m = len(left), len(right)
+    weight = [[EQUAL_WEIGHT if a_keys[left[x]] == b_keys[right[y]] else _pair_weight(a[left[x]], b[right[y]])
+               for y in range(m)] for x in range(n)]
+    best = [[0.0] * (m + 1) for _ in range(n + 1)]
+    for x in range(n - 1, -1, -1):
+        for y in range(m - 1, -1, -1):
+            take = weight[x][y] + best[x + 1][y + 1] if weight[x][y] > 0 else 0.0
+            best[x][y] = max(best[x + 1][y], best[x][y + 1], take)
+    pairs = []
+    x = y = 0
+    while x < n and y < m:
+        if weight[x][y] > 0 and best[x][y] == weight[x][y] + best[x + 1][y + 1]:
+            pairs.append((left[x], right[y]))
+            x += 1
+            y += 1
+        elif best[x][y] == best[x + 1][y]:
+            x += 1
+        else:
+            y += 1
+    return pairs
 
 
 def _position_in_b(i: int, anchors: list[tuple[int, int]], paired: list[tuple[int, int]]) -> float:

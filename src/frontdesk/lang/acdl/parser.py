@@ -15,6 +15,7 @@ from frontdesk.diagnostics import Diagnostic, DiagnosticBag, Span
 
 from . import codes
 from .ast import (
+    BLANK_LINE_BEFORE,
     ROLES,
     BinaryOp,
     BoolOp,
@@ -35,7 +36,6 @@ from .ast import (
     Mark,
     NameDef,
     NameRef,
-    Node,
     Not,
     Paren,
     PathSegment,
@@ -50,6 +50,7 @@ from .ast import (
     Template,
     TimeIndex,
     UnaryOp,
+    walk,
 )
 
 __all__ = ["parse_syntax", "is_all_caps", "resolve_fragment_kinds"]
@@ -116,6 +117,22 @@ def _lark() -> Lark:
     return Lark(grammar, parser="lalr", lexer="basic", propagate_positions=True, maybe_placeholders=False)
 
 
+MAX_NESTING = 64
+
+
+def _too_deep(tokens: list[Token]) -> Token | None:
+    """The first opening bracket that goes deeper than MAX_NESTING, if any."""
+    depth = 0
+    for token in tokens:
+        if token.type in ("LBRACE", "_LPAR", "_LSQB"):
+            depth += 1
+            if depth > MAX_NESTING:
+                return token
+        elif token.type in ("RBRACE", "_RPAR", "_RSQB"):
+            depth = max(0, depth - 1)
+    return None
+
+
 def normalize_newlines(text: str) -> str:
     """CRLF and lone CR become LF (line numbers stay what editors show)."""
     return text.replace("\r\n", "\n").replace("\r", "\n")
@@ -140,6 +157,13 @@ def parse_syntax(text: str, filename: str = "<acdl>") -> tuple[File | None, list
         bag.add(_character_error(exc, text, filename))
         return None, bag.sorted()
     tokens = _adjust_tokens(raw_tokens)
+    too_deep = _too_deep(tokens)
+    if too_deep is not None:
+        bag.error(
+            codes.SYNTAX, f"blocks and brackets nest more than {MAX_NESTING} levels deep", _span_of(too_deep, filename),
+            hint="split the specification into fragments (StrFrag / RolesFrag) or Name definitions",
+        )
+        return None, bag.sorted()
     parser = _lark().parse_interactive()
     index = 0
     try:
@@ -156,8 +180,14 @@ def parse_syntax(text: str, filename: str = "<acdl>") -> tuple[File | None, list
     builder = _TreeBuilder(filename, text, bag)
     try:
         file_node = builder.transform(tree)
-    except VisitError as exc:  # a bug in the builder must not become a traceback for users
-        bag.error(codes.SYNTAX, f"internal error while reading the specification: {exc.orig_exc}", Span(file=filename))
+    except VisitError as exc:  # never a traceback for users
+        if isinstance(exc.orig_exc, RecursionError):
+            bag.error(
+                codes.SYNTAX, "an expression is too long or nests too deeply to read", Span(file=filename),
+                hint="split long expressions with Name definitions",
+            )
+        else:  # pragma: no cover - a bug in the builder
+            bag.error(codes.SYNTAX, f"internal error while reading the specification: {exc.orig_exc}", Span(file=filename), hint="please report this")
         return None, bag.sorted()
     resolve_fragment_kinds(file_node)
     return file_node, bag.sorted()
@@ -376,6 +406,8 @@ def _token_error(exc: UnexpectedToken, tokens: list[Token], index: int, filename
             codes.ROLE_OUTSIDE_SPEC, f"role message '{token.value[0]}:' outside a specification", span,
             hint="put role messages inside a specification: Prompt[@T]: { ... }",
         )
+    if token.type == "_COLON" and prev is not None and prev.type in ("NAME", "TIME") and index >= 2 and tokens[index - 2].type == "_NAME_KW":
+        return Diagnostic(codes.SYNTAX, "a Name definition binds with ':='", span, hint=f"write 'Name {prev.value} := ...'")
     if token.type == "_COLON" and prev is not None and prev.type == "NAME" and braces:
         name = str(prev.value)
         prev_span = _span_of(prev, filename)
@@ -400,8 +432,6 @@ def _token_error(exc: UnexpectedToken, tokens: list[Token], index: int, filename
             codes.BAD_SWITCH, f"'{token.value}' outside a Switch block", span,
             hint="write Switch expr { Case value { ... } Default { ... } }",
         )
-    if token.type == "_COLON" and prev is not None and prev.type in ("NAME", "TIME") and index >= 2 and tokens[index - 2].type == "_NAME_KW":
-        return Diagnostic(codes.SYNTAX, "a Name definition binds with ':='", span, hint=f"write 'Name {prev.value} := ...'")
     hint = None
     opener = _statement_keyword(tokens, index)
     if opener == "_MARK":
@@ -412,12 +442,16 @@ def _token_error(exc: UnexpectedToken, tokens: list[Token], index: int, filename
         hint = "write Name x := expression"
     elif opener in ("_STRFRAG", "_ROLESFRAG", "_ROLEFRAG"):
         hint = "write StrFrag Name[params]: { ... } or RolesFrag Name[params]: { ... }"
+    elif token.type == "NAME" and prev is not None and prev.type in ("NAME", "TIME", "_RPAR", "_RSQB", "NUMBER", "STRING") and braces and _inside_condition(tokens, index):
+        hint = "a condition ends at '{'; join comparisons with & or |"
     elif opener == "_FRAG":
         hint = "write Frag Name[args]"
     elif not braces and token.type in ("LBRACE", "_LSQB", "NAME"):
         hint = "a specification is written Name[@T]: { ... }"
-    elif token.type == "NAME" and prev is not None and prev.type in ("NAME", "TIME", "_RPAR", "_RSQB", "NUMBER", "STRING") and braces and _inside_condition(tokens, index):
-        hint = "a condition ends at '{'; join comparisons with & or |"
+    elif _inside_condition(tokens, index):
+        hint = "a condition is an expression such as sys.x[@t] == \"value\" & @t > 1, followed by '{'"
+    else:
+        hint = "each line holds an element: a role message (U: ...), ForEach(...) { }, If cond { }, Switch, Mark 1 { }, Name x := ..., Frag Name[...] or content"
     return Diagnostic(codes.SYNTAX, f"unexpected {_describe(token)}{_expected_text(exc, bool(parens))}", span, hint=hint)
 
 
@@ -533,7 +567,14 @@ class _TreeBuilder(Transformer):
         return line[: max(0, token.column - 1)].strip() != ""
 
     def _comment_node(self, token: Token, inline: bool) -> Comment:
-        return Comment(self._comment_text(token), inline, span=self._tok_span(token))
+        return self._trivia(Comment(self._comment_text(token), inline, span=self._tok_span(token)))
+
+    def _trivia(self, node: Any) -> Any:
+        """Record whether an empty source line precedes `node` (layout only, see ast.BLANK_LINE_BEFORE)."""
+        line = node.span.line
+        if line >= 2 and line - 2 < len(self.lines) and self.lines[line - 2].strip() == "":
+            setattr(node, BLANK_LINE_BEFORE, True)
+        return node
 
     def _attach(self, items: list[Any], open_line: int | None) -> tuple[str | None, list[Any]]:
         """Body items (nodes and COMMENT tokens) -> (comment for the owner, body elements)."""
@@ -545,7 +586,7 @@ class _TreeBuilder(Transformer):
             flat.extend(item.items if isinstance(item, _Split) else [item])
         for item in flat:
             if not isinstance(item, Token):
-                body.append(item)
+                body.append(self._trivia(item))
                 seen_element = True
                 continue
             inline = self._is_inline(item)
@@ -823,6 +864,10 @@ class _TreeBuilder(Transformer):
                     if isinstance(last, SwitchCase) and last.comment is None:
                         last.comment = text
                         continue
+                if inline and last is not None and item.line == last_lines[1]:
+                    # `} // note` after a branch: keep it at the end of that branch
+                    (node.default if last == "default" else last.body).append(self._comment_node(item, False))  # type: ignore[union-attr]
+                    continue
                 waiting.append(self._comment_node(item, False))
                 continue
             if isinstance(item, SwitchCase):
@@ -1013,6 +1058,10 @@ def resolve_fragment_kinds(file_node: File) -> None:
     for node in _all_fragment_defs(file_node):
         defined.setdefault(node.name, "str" if isinstance(node, StrFragDef) else "roles")
 
+    for node in walk(file_node):  # invocations inside expressions produce content
+        if isinstance(node, FragInvoke):
+            node.kind = defined.get(node.name, "str")  # type: ignore[assignment]
+
     def visit(elements: list[Any], in_role: bool) -> None:
         for element in elements:
             if isinstance(element, FragInvoke):
@@ -1040,7 +1089,5 @@ def resolve_fragment_kinds(file_node: File) -> None:
 
 
 def _all_fragment_defs(file_node: File) -> list[StrFragDef | RolesFragDef]:
-    from .ast import walk
-
     return [n for n in walk(file_node) if isinstance(n, (StrFragDef, RolesFragDef))]
 

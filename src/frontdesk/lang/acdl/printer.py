@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .ast import (
+    BLANK_LINE_BEFORE,
     BinaryOp,
     BoolOp,
     Break,
@@ -49,8 +50,8 @@ _DEFAULT_SPELLING = {"and": "&", "or": "|"}
 
 
 def format_acdl(file_ast: File) -> str:
-    """The canonical text of a File (ends with one newline; blank lines between elements are kept,
-    at most one, where the source spans show them)."""
+    """The canonical text of a File (ends with one newline). One blank line separates top-level
+    definitions; elsewhere a blank line is kept (at most one) where the source had one."""
     printer = _Printer()
     printer.items(file_ast.items, 0, top_level=True)
     text = "\n".join(line.rstrip() for line in printer.lines)
@@ -146,6 +147,8 @@ def _expr(expr: Any) -> str:
         spelling = expr.spelling or "not"
         operand = _wrapped(expr.operand, _NOT)
         return f"!{operand}" if spelling == "!" else f"not {operand}"
+    if isinstance(expr, FragInvoke):
+        return f"Frag {expr.name}{_indices(expr.args)}"
     if isinstance(expr, ImplicitRange):
         return _list(expr.args)
     if isinstance(expr, ListComprehension):
@@ -190,13 +193,9 @@ class _Printer:
 
     @staticmethod
     def _blank_between(prev: Node, element: Node, top_level: bool) -> bool:
-        prev_end = prev.span.end_line or prev.span.line
-        start = element.span.line
-        if prev_end and start and start > prev_end + 1:
+        if getattr(element, BLANK_LINE_BEFORE, False):
             return True
-        if top_level and not isinstance(prev, Comment) and not isinstance(element, Comment):
-            return True
-        return False
+        return top_level and not isinstance(prev, Comment) and not isinstance(element, Comment)
 
     def block(self, level: int, header: str, comment: str | None, body: list[Any]) -> None:
         self.line(level, _with_comment(header + " {", comment))

@@ -222,7 +222,7 @@ def _header_runs(keyword: str, node: Any, condition: Any = None) -> list[Run]:
     """The header line of a control construct, e.g. `ForEach(@t : range(1, @T))`."""
     if keyword == "ForEach":
         var = _loop_var(node)
-        return [Run("ForEach", "kw"), Run("("), Run(var, "ix" if var.startswith("@") else ""), Run(" : "),
+        return [Run("ForEach", "kw"), Run("("), Run(var, "ix" if var.startswith("@") else ""), Run(": "),
                 *expr_runs(node.iterable), Run(")")]
     if keyword in ("If", "ElseIf", "Case"):
         return [Run(keyword, "kw"), Run(" "), *expr_runs(condition)]
@@ -237,7 +237,7 @@ def element_text(node: Any) -> str:
     Used as the structural diff's comparison key: equal text means equal structure."""
     kind = _name(node)
     if kind == "RoleMessage":
-        inner = " ".join(element_text(e) for e in _body_of(node))
+        inner = _join_elements(_body_of(node))
         return f"{node.role}: {{ {inner} }}" if getattr(node, "form", "block") == "block" else f"{node.role}: {inner}"
     if kind == "Comment":
         return ""
@@ -245,27 +245,31 @@ def element_text(node: Any) -> str:
         head = "".join(r.text for r in _element_head_runs(node))
         body = _body_of(node)
         if kind in ("ForEach", "Mark"):
-            return f"{head} {{ {' '.join(element_text(e) for e in body)} }}"
+            return f"{head} {{ {_join_elements(body)} }}"
         return head
     if kind == "If":
         parts = []
         for keyword, cond, body, _c, _n in _if_branches(node):
             head = keyword + (" " + expr_text(cond) if cond is not None else "")
-            parts.append(f"{head} {{ {' '.join(element_text(e) for e in body)} }}")
+            parts.append(f"{head} {{ {_join_elements(body)} }}")
         return " ".join(parts)
     if kind == "Switch":
         parts = []
         for keyword, value, body, _c, _n in _switch_parts(node):
             head = keyword + (" " + expr_text(value) if value is not None else "")
-            parts.append(f"{head} {{ {' '.join(element_text(e) for e in body)} }}")
+            parts.append(f"{head} {{ {_join_elements(body)} }}")
         return f"Switch {expr_text(node.expr)} {{ {' '.join(parts)} }}"
     if kind in ("PromptSpec", "StrFragDef", "RolesFragDef"):
-        return f"{_spec_title_text(node)} {{ {' '.join(element_text(e) for e in _body_of(node))} }}"
+        return f"{_spec_title_text(node)} {{ {_join_elements(_body_of(node))} }}"
     return expr_text(node)
 
 
 def _body_of(node: Any) -> list[Any]:
     return [e for e in (getattr(node, "body", None) or [])]
+
+
+def _join_elements(elements: list[Any]) -> str:
+    return " ".join(t for t in (element_text(e) for e in elements) if t)
 
 
 def _element_head_runs(node: Any) -> list[Run]:
@@ -627,6 +631,9 @@ body {{ margin: 0; background: #fff; color: {TEXT};
 .kw {{ font-weight: bold; }}
 .fn {{ font-style: italic; }}
 .comment {{ color: {MUTED}; font-style: italic; white-space: pre; margin-left: {COMMENT_GAP}px; }}
+.cline + .cline {{ margin-top: -{GAP_TOP}px; }}
+.in-role > .cline + .cline {{ margin-top: -{GAP_ROLE}px; }}
+.acdl > .cline + .cline {{ margin-top: 0; }}
 .cline {{ height: {LINE_H}px; line-height: {LINE_H}px; color: {MUTED}; font-style: italic; white-space: pre; }}
 .head {{ height: {LINE_H}px; line-height: {LINE_H}px; white-space: pre; }}
 .block > .inner {{ margin-left: {GUIDE_X}px; padding: {BLOCK_PAD_Y}px 0 {BLOCK_PAD_Y}px {INDENT - GUIDE_X}px;
@@ -646,6 +653,8 @@ body {{ margin: 0; background: #fff; color: {TEXT};
 .hl-removed {{ outline: 2px solid #dc2626; outline-offset: 1px; background-color: #fee2e2 !important; }}
 .hl-moved {{ outline: 2px solid #2563eb; outline-offset: 1px; background-color: #dbeafe !important; }}
 .hl-changed {{ outline: 2px solid #d97706; outline-offset: 1px; background-color: #fef3c7 !important; }}
+.bracket.hl-changed {{ outline: none; background-color: transparent !important; border-color: #d97706; }}
+.num.hl-changed {{ outline: none; background-color: transparent !important; color: #d97706; }}
 """
 
 # ---------------------------------------------------------------------------
@@ -671,6 +680,13 @@ def _runs_html(runs: list[Run]) -> str:
 
 def _hl_cls(hl: str | None) -> str:
     return f" hl-{hl}" if hl else ""
+
+
+def _split_hl(hl: str | None) -> tuple[str, str]:
+    """(class for the whole construct, class for its header): "changed" marks only the header."""
+    if hl == "changed":
+        return "", _hl_cls(hl)
+    return _hl_cls(hl), ""
 
 
 def _comment_html(text: str | None) -> str:
@@ -701,16 +717,19 @@ def _view_html(view: Any) -> str:
         return (f'<div class="role role-{_esc(view.role)}{_hl_cls(view.hl)}" title="{title}">'
                 f'<div class="tag"><span>{_esc(view.role)}</span></div><div class="content in-role">{inner}</div></div>')
     if isinstance(view, VBlock):
+        # A changed construct highlights its header only; an added/removed/moved one, all of it.
+        whole, head = _split_hl(view.hl)
         inner = "".join(_view_html(c) for c in view.children)
         role_cls = " in-role" if view.in_role else ""
-        return (f'<div class="block{_hl_cls(view.hl)}"><div class="head">{_runs_html(view.header)}'
-                f'{_comment_html(view.comment)}</div><div class="inner{role_cls}">{inner}</div></div>')
+        return (f'<div class="block{whole}"><div class="head"><span class="headtext{head}">{_runs_html(view.header)}'
+                f'</span>{_comment_html(view.comment)}</div><div class="inner{role_cls}">{inner}</div></div>')
     if isinstance(view, VMark):
+        whole, head = _split_hl(view.hl)
         inner = "".join(_view_html(c) for c in view.children)
         role_cls = " in-role" if view.in_role else ""
         comment = f'<div class="cline">// {_esc(view.comment)}</div>' if view.comment else ""
-        return (f'<div class="mark{_hl_cls(view.hl)}" title="Mark {_esc(view.number)}"><div class="marked{role_cls}">'
-                f'{comment}{inner}</div><div class="bracket"></div><div class="num">{_esc(view.number)}</div></div>')
+        return (f'<div class="mark{whole}" title="Mark {_esc(view.number)}"><div class="marked{role_cls}">'
+                f'{comment}{inner}</div><div class="bracket{head}"></div><div class="num{head}">{_esc(view.number)}</div></div>')
     if isinstance(view, VEnds):
         return (f'<div class="ends{_hl_cls(view.hl)}"><span class="endtext">{_runs_html(view.runs)}'
                 f'{_comment_html(view.comment)}</span></div>')
@@ -719,7 +738,9 @@ def _view_html(view: Any) -> str:
         comment = _comment_html(view.comment)
         body_cls = " in-role" if view.label == "StrFrag" else ""
         inner = "".join(_view_html(c) for c in view.children)
-        return (f'<section class="spec{_hl_cls(view.hl)}"><div class="title">{label}{_runs_html(view.title)}'
+        whole, head = _split_hl(view.hl)
+        return (f'<section class="spec{whole}"><div class="title"><span class="titletext{head}">{label}'
+                f'{_runs_html(view.title)}</span>'
                 f'<span style="font-weight:normal;font-size:{FONT_SIZE}px">{comment}</span></div>'
                 f'<div class="body{body_cls}">{inner}</div></section>')
     return ""
@@ -791,11 +812,21 @@ def _mark_extra(view: VMark) -> float:
     return MARK_GAP + MARK_W + MARK_NUM_GAP + len(view.number) * ADVANCE + 2
 
 
+def _gap_before(children: list[Any], index: int, gap: float) -> float:
+    """Stacked items are `gap` apart, but consecutive standalone comments read as one block."""
+    if index == 0:
+        return 0.0
+    if isinstance(children[index], VComment) and isinstance(children[index - 1], VComment):
+        return 0.0
+    return gap
+
+
 def _stack_size(children: list[Any], gap: float) -> tuple[float, float]:
     if not children:
         return 0.0, 0.0
     sizes = [measure(c) for c in children]
-    return max(w for w, _ in sizes), sum(h for _, h in sizes) + gap * (len(sizes) - 1)
+    height = sum(h for _, h in sizes) + sum(_gap_before(children, i, gap) for i in range(len(children)))
+    return max(w for w, _ in sizes), height
 
 
 def measure(view: Any) -> tuple[float, float]:
@@ -937,8 +968,7 @@ def _draw_line(svg: _Svg, view: VLine, x: float, y: float) -> None:
 
 def _draw_stack(svg: _Svg, children: list[Any], x: float, y: float, width: float, gap: float) -> float:
     for i, child in enumerate(children):
-        if i:
-            y += gap
+        y += _gap_before(children, i, gap)
         _, h = measure(child)
         draw(svg, child, x, y, width)
         y += h
