@@ -519,7 +519,7 @@ def test_understand_choice_is_in_its_enum(model: LocalProvider):
         flow, [("1", ["yes", "that's right"]), ("2", ["no", "cancel it"])], switches, ["books"],
         _history("Bot asks: shall I place the order?", "yes please"), 20)
     enum = request.tools[0].parameters["properties"]["choice"]["enum"]
-    response = model.complete(request.model_copy(update={"max_tokens": 80}))
+    response = model.complete(request.model_copy(update={"max_tokens": 400}))
     assert response.tool_calls[0].name == "understand"
     assert response.tool_calls[0].arguments["choice"] in enum
     assert isinstance(response.tool_calls[0].arguments.get("args", {}), dict)

@@ -125,7 +125,6 @@ def _head_text(node: Any) -> str:
     if kind == "RoleMessage":
         return f"{node.role}:"
     if kind == "ForEach":
-        var = ("@" if getattr(node, "time_var", False) and not str(node.var).startswith("@") else "") + str(node.var)
         return "".join(r.text for r in _header_runs("ForEach", node))
     if kind == "Mark":
         return f"Mark {'?' if node.number is None else node.number}"

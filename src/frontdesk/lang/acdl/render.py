@@ -587,7 +587,7 @@ GUIDE_COLOUR = "#94a3b8"
 CSS = f"""
 :root {{ color-scheme: light; }}
 * {{ box-sizing: border-box; }}
-body {{ margin: 0; background: #fff; color: {TEXT};
+body {{ margin: 0; background: #fff; color: {TEXT}; print-color-adjust: exact; -webkit-print-color-adjust: exact;
   font-family: "DejaVu Sans Mono", Menlo, Consolas, "Liberation Mono", monospace; font-size: {FONT_SIZE}px; }}
 .acdl {{ display: inline-block; padding: {MARGIN}px; min-width: 100%; }}
 .page-title {{ font-size: {TITLE_SIZE}px; color: {MUTED}; margin: 0 0 14px 0; font-weight: normal; }}
@@ -1118,11 +1118,11 @@ def chromium_path() -> str | None:
     return None
 
 
-def _chromium_args(binary: str, profile: str) -> list[str]:
+def _chromium_args(binary: str, profile: str, scale: float = 1.0) -> list[str]:
     return [
         binary, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-        "--disable-extensions", "--hide-scrollbars", "--force-device-scale-factor=1",
+        "--disable-extensions", "--hide-scrollbars", f"--force-device-scale-factor={_n(scale)}",
         f"--user-data-dir={profile}",
     ]
 
@@ -1139,7 +1139,7 @@ def _run_chromium(args: list[str], output: Path) -> None:
         raise ExportError(f"Chromium failed to write {output} (exit {proc.returncode}): " + " | ".join(tail))
 
 
-def _export_with_chromium(file_ast: Any, path: Path, kind: str, binary: str) -> None:
+def _export_with_chromium(file_ast: Any, path: Path, kind: str, binary: str, scale: float = 1.0) -> None:
     width, height = measure_file(file_ast)
     # The page is laid out by the browser; the box model above predicts its size. A little slack
     # absorbs font rounding; the PDF page is sized by @page so it never splits.
@@ -1150,12 +1150,12 @@ def _export_with_chromium(file_ast: Any, path: Path, kind: str, binary: str) -> 
         f"@page {{ size: {win_w}px {win_h}px; margin: 0; }} html, body {{ width: {win_w}px; }}</style>",
         1,
     )
-    with tempfile.TemporaryDirectory(prefix="acdl-render-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="acdl-render-", ignore_cleanup_errors=True) as tmp:
         tmp_path = Path(tmp)
         src = tmp_path / "spec.html"
         src.write_text(page, encoding="utf-8")
         out = tmp_path / ("out." + kind)
-        args = _chromium_args(binary, str(tmp_path / "profile"))
+        args = _chromium_args(binary, str(tmp_path / "profile"), scale if kind == "png" else 1.0)
         if kind == "png":
             args += [f"--screenshot={out}", f"--window-size={win_w},{win_h}"]
         else:
@@ -1175,23 +1175,26 @@ def _cairosvg() -> Any | None:
     return cairosvg
 
 
-def _export_with_cairosvg(file_ast: Any, path: Path, kind: str, cairosvg: Any) -> None:
+def _export_with_cairosvg(file_ast: Any, path: Path, kind: str, cairosvg: Any, scale: float = 1.0) -> None:
     svg = render_svg(file_ast).encode("utf-8")
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         if kind == "png":
-            cairosvg.svg2png(bytestring=svg, write_to=str(path))
+            cairosvg.svg2png(bytestring=svg, write_to=str(path), scale=scale)
         else:
             cairosvg.svg2pdf(bytestring=svg, write_to=str(path))
     except Exception as exc:  # cairosvg raises many kinds; the user gets one typed error
         raise ExportError(f"cairosvg failed to write {path}: {exc}") from None
 
 
-def export(file_ast: Any, path: Path, *, converter: str | None = None) -> Path:
+def export(file_ast: Any, path: Path, *, converter: str | None = None, scale: float = 1.0) -> Path:
     """Write the rendering to `path`, choosing the format by suffix: .html, .svg, .png or .pdf.
 
     PNG/PDF use headless Chromium (the HTML page, the reference look); `converter="cairosvg"` or
-    a missing Chromium falls back to cairosvg on the SVG. Raises ExportError naming what to install."""
+    a missing Chromium falls back to cairosvg on the SVG. `scale` multiplies PNG pixels (2 for
+    high-DPI pictures). Raises ExportError naming what to install."""
+    if not 0.25 <= scale <= 8:
+        raise ExportError(f"scale {scale} is out of range: use a value from 0.25 to 8")
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix in (".html", ".htm"):
@@ -1210,12 +1213,12 @@ def export(file_ast: Any, path: Path, *, converter: str | None = None) -> Path:
     if converter in (None, "chromium"):
         binary = chromium_path()
         if binary:
-            _export_with_chromium(file_ast, path, kind, binary)
+            _export_with_chromium(file_ast, path, kind, binary, scale)
             return path
         if converter == "chromium":
             raise ExportError(f"no Chromium found for {kind.upper()} export. {INSTALL_HINT}")
     cairo = _cairosvg()
     if cairo is not None:
-        _export_with_cairosvg(file_ast, path, kind, cairo)
+        _export_with_cairosvg(file_ast, path, kind, cairo, scale)
         return path
     raise ExportError(f"no converter found for {kind.upper()} export. {INSTALL_HINT}")

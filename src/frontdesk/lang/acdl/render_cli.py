@@ -50,7 +50,7 @@ def _load_or_exit(path: Path) -> Any:
         err.print(format_all(shown), markup=False)
     if file_ast is None:
         n = len([d for d in diags if d.is_error]) or 1
-        err.print(f"{path}: {n} error{'s' if n != 1 else ''}; nothing rendered.", markup=False)
+        err.print(f"{path}: {n} error{'s' if n != 1 else ''}; fix them and run again.", markup=False)
         raise typer.Exit(EXIT_PARSE_ERROR)
     return file_ast
 
