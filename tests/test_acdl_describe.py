@@ -57,6 +57,18 @@ def test_description_parses_and_every_recorded_call_conforms(example):
         assert sent == recorded
 
 
+@pytest.mark.parametrize("example", ["bookstore", "retail_banking"])
+def test_description_renders(example):
+    import xml.etree.ElementTree as ET
+
+    from frontdesk.lang.acdl.render import render_html, render_svg
+
+    _, _, file_ast = described(example)
+    svg = render_svg(file_ast)
+    ET.fromstring(svg)  # well-formed
+    assert "ROUTER_ROLE" in svg and "ROUTER_ROLE" in render_html(file_ast)
+
+
 def test_description_covers_each_kind_of_call():
     _, text, _ = described("bookstore")
     for name in ("Route_triage", "Understand_order", "Reason_book_recommendation", "Answer_store_policy_kb"):
