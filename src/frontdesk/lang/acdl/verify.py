@@ -70,7 +70,7 @@ def match(pattern: Pattern, items: list, failure: Failure) -> bool:
         memo[key] = frozenset()  # a loop that consumes nothing must not recurse forever
         if isinstance(p, Atom):
             if i >= len(items):
-                failure.note(i, p.expect, "the call has no more messages" if False else "nothing is left")
+                failure.note(i, p.expect, "nothing is left")
                 out = frozenset()
             else:
                 why = p.test(items[i])
@@ -124,55 +124,41 @@ class Compiler:
                           if isinstance(item, (A.StrFragDef, A.RolesFragDef))}
         self._expanding: set[str] = set()
 
-    # content inside a role message: a sequence of element keys
     def content(self, body: list) -> Pattern:
-        items: list[Pattern] = []
-        for node in body:
+        """Inside a role message: a sequence of element keys."""
+        def leaf(node):
             key = element_key(node)
-            if key is not None:
-                items.append(Atom(lambda got, key=key: None if got == key else f"found {got}", key))
-            elif isinstance(node, A.ForEach):
-                items.append(Star(self.content(node.body)))
-            elif isinstance(node, A.If):
-                options = [self.content(b.body) for b in node.branches]
-                options.append(self.content(node.else_body) if node.else_body is not None else EMPTY)
-                items.append(Alt(options))
-            elif isinstance(node, A.Switch):
-                options = [self.content(c.body) for c in node.cases]
-                options.append(self.content(node.default) if node.default is not None else EMPTY)
-                items.append(Alt(options))
-            elif isinstance(node, A.Mark):
-                items.append(self.content(node.body))
-            elif isinstance(node, A.FragInvoke):
-                items.append(self._fragment(node, self.content))
-            elif isinstance(node, A.PromptEndsHere):
-                rest = self.content(body[body.index(node) + 1:])
-                items.append(Alt([EMPTY, rest]))
-                break
-        return Seq(items)
+            return None if key is None else Atom(lambda got, key=key: None if got == key else f"found {got}", key)
+        return self._body(body, leaf, self.content)
 
-    # the messages of a prompt
     def messages(self, body: list) -> Pattern:
+        """A prompt body: a sequence of messages."""
+        return self._body(body, lambda node: self._message(node) if isinstance(node, A.RoleMessage) else None,
+                          self.messages)
+
+    def _body(self, body: list, leaf, recurse) -> Pattern:
+        """The control flow shared by both levels; `leaf` turns an element into an atom (or None)."""
         items: list[Pattern] = []
         for index, node in enumerate(body):
-            if isinstance(node, A.RoleMessage):
-                items.append(self._message(node))
+            atom = leaf(node)
+            if atom is not None:
+                items.append(atom)
             elif isinstance(node, A.ForEach):
-                items.append(Star(self.messages(node.body)))
+                items.append(Star(recurse(node.body)))
             elif isinstance(node, A.If):
-                options = [self.messages(b.body) for b in node.branches]
-                options.append(self.messages(node.else_body) if node.else_body is not None else EMPTY)
+                options = [recurse(b.body) for b in node.branches]
+                options.append(recurse(node.else_body) if node.else_body is not None else EMPTY)
                 items.append(Alt(options))
             elif isinstance(node, A.Switch):
-                options = [self.messages(c.body) for c in node.cases]
-                options.append(self.messages(node.default) if node.default is not None else EMPTY)
+                options = [recurse(c.body) for c in node.cases]
+                options.append(recurse(node.default) if node.default is not None else EMPTY)
                 items.append(Alt(options))
             elif isinstance(node, A.Mark):
-                items.append(self.messages(node.body))
+                items.append(recurse(node.body))
             elif isinstance(node, A.FragInvoke):
-                items.append(self._fragment(node, self.messages))
+                items.append(self._fragment(node, recurse))
             elif isinstance(node, A.PromptEndsHere):
-                items.append(Alt([EMPTY, self.messages(body[index + 1:])]))
+                items.append(Alt([EMPTY, recurse(body[index + 1:])]))
                 break
         return Seq(items)
 
