@@ -114,7 +114,7 @@ def extractive_answer(question: str, passages, embedder=None) -> str:
     """The sentences of the best passages that answer the question best, in their original order."""
     sentences: list[tuple[int, str]] = []
     for rank, passage in enumerate(passages[:2]):
-        for part in _SENTENCE.split(passage.text):
+        for part in _SENTENCE.split(_unwrap(passage.text)):
             text = part.strip().lstrip("#-*> ").strip()
             # Whole sentences only: not headings, table rows or the cut-off start of a chunk.
             if len(text.split()) >= 5 and "|" not in text and text[:1].isupper() | text[:1].isdigit():
@@ -132,3 +132,20 @@ def extractive_answer(question: str, passages, embedder=None) -> str:
                     reverse=True)
     keep = sorted(ranked[:MAX_ANSWER_SENTENCES])
     return " ".join(sentences[i][1] for i in keep)
+
+
+_BLOCK_START = re.compile(r"\s*([#>|*-]|\d+[.)]\s)")
+
+
+def _unwrap(text: str) -> str:
+    """Join hard-wrapped lines back into paragraphs, keeping headings, list items and tables apart."""
+    lines: list[str] = []
+    for line in text.splitlines():
+        previous = lines[-1] if lines else ""
+        joins = (previous.strip() and line.strip() and not _BLOCK_START.match(line)
+                 and not previous.lstrip().startswith(("#", "|")) and not previous.rstrip().endswith((".", "!", "?", ":")))
+        if joins:
+            lines[-1] = previous.rstrip() + " " + line.strip()
+        else:
+            lines.append(line)
+    return "\n".join(lines)

@@ -22,6 +22,7 @@ from frontdesk.ir.models import (
 )
 from frontdesk.llm.base import LLMError
 from frontdesk.nlu.base import Option
+from frontdesk.nlu.matcher import polarity
 from frontdesk.runtime import prompts
 from frontdesk.runtime.options import claims_options, route_options
 from frontdesk.runtime.context import Outcome, TurnContext
@@ -29,6 +30,7 @@ from frontdesk.runtime.policies import apply_fallback, new_frame
 from frontdesk.runtime.state import Frame
 
 MAX_STEPS_PER_RUN = 500
+SHORT_ANSWER_WORDS = 4
 
 
 def graph_of(ctx: TurnContext, frame: Frame) -> StepGraph | None:
@@ -172,9 +174,12 @@ class FlowExecutor:
 
     def _choose_by_embedding(self, branch: BranchNode, switches, frame: Frame, ctx: TurnContext) -> str | None:
         """The claims choice when the embedding model can take it; None when an LLM must decide."""
+        message = ctx.last_user_message()
+        if polarity(message) and len(message.split()) <= SHORT_ANSWER_WORDS:
+            switches = []  # "no thanks" answers the question; it is not a change of topic
         options = claims_options(branch) + [
             Option(f"switch:{o.key}", o.examples) for o in switch_options(ctx, [a.name for a in switches])]
-        decision = ctx.embed_decide(ctx.last_user_message(), options, "claims", frame.agent)
+        decision = ctx.embed_decide(message, options, "claims", frame.agent)
         if decision is None:
             return None
         if decision.sure or not ctx.llm_classifies:
