@@ -1,5 +1,6 @@
 """Benchmark: replay every example conversation and print, per conversation, turns, LLM calls
-per turn, tokens and the engine's own time per turn (model time excluded: the model is scripted).
+per turn, tokens and the engine's own time per turn (model time excluded: the model is scripted;
+conversations marked `embeddings: true` include the local embedding model's decisions).
 
 Run: python bench/turns.py [--repeat N]
 """
@@ -14,8 +15,7 @@ import time
 from pathlib import Path
 
 from frontdesk.lang import load_program
-from frontdesk.llm import ScriptedProvider
-from frontdesk.testing import load_conversation, run_conversation
+from frontdesk.testing import load_conversation, run_conversation, scripted_model
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -26,15 +26,25 @@ def main() -> None:
     args = parser.parse_args()
     os.environ.setdefault("FRONTDESK_EXAMPLE_TODAY", "2026-11-22")
     rows = []
+    understanding = embedder = None
     for path in sorted(ROOT.glob("examples/*/conversations/*.yml")):
         program, _ = load_program(path.parent.parent)
         spec = load_conversation(path)
+        if spec.get("embeddings") and understanding is None:
+            from frontdesk.nlu.embeddings import get_default_embedder
+            from frontdesk.nlu.matcher import EmbeddingUnderstanding
+
+            embedder = get_default_embedder()
+            embedder.load()
+            understanding = EmbeddingUnderstanding(embedder)
+        nlu = (understanding, embedder) if spec.get("embeddings") else (None, None)
         timings = []
         for _ in range(args.repeat):
             with tempfile.TemporaryDirectory() as data:
                 os.environ["FRONTDESK_EXAMPLE_DB_DIR"] = data
                 start = time.perf_counter()
-                run = run_conversation(program, [str(u) for u in spec["user"]], ScriptedProvider(spec["llm"]))
+                run = run_conversation(program, [str(u) for u in spec["user"]], scripted_model(spec),
+                                       understanding=nlu[0], embedder=nlu[1])
                 timings.append(time.perf_counter() - start)
         turns = len(spec["user"])
         calls = run.events_of("llm_call")
