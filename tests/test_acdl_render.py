@@ -313,3 +313,15 @@ def test_render_command_without_converter_says_what_to_install(tmp_path: Path, m
     result = runner.invoke(acdl_app, ["render", str(src), "-o", str(tmp_path / "x.pdf")])
     assert result.exit_code == 1
     assert "chromium" in result.output and "Traceback" not in result.output
+
+
+def test_fragment_given_as_an_argument_renders_with_its_arguments():
+    import re
+
+    from frontdesk.lang.acdl import parse_acdl
+    from frontdesk.lang.acdl.render import render_svg
+
+    text = "StrFrag D[x]: {\n    env.doc[x]\n}\nP[@T]: {\n    U: summarize(Frag D[1])\n}\n"
+    file_ast, diags = parse_acdl(text, "frag.acdl")
+    assert file_ast is not None and not diags
+    assert "summarize(Frag D[1])" in re.sub(r"<[^>]+>", "", render_svg(file_ast))

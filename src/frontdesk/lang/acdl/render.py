@@ -173,6 +173,9 @@ _EXPR_PRINTERS: dict[str, Callable[[Any], list[Run]]] = {
     "FunctionCall": _expr_function,
     "NameRef": _expr_name_ref,
     "ListComprehension": _expr_list_comp,
+    # a string fragment given as an argument: `summarize(Frag Doc[d])`
+    "FragInvoke": lambda n: [Run("Frag "), Run(str(n.name)),
+                             *([Run("["), *_join(expr_runs(a) for a in n.args), Run("]")] if n.args else [])],
 }
 
 
