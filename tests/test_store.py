@@ -202,3 +202,18 @@ def test_default_store_path_opens_a_sqlite_store(tmp_path, monkeypatch):
         assert (tmp_path / ".frontdesk" / "sessions.sqlite3").exists()
     finally:
         store.close()
+
+
+def test_save_turn_writes_state_and_events_together_or_not_at_all(tmp_path):
+    from frontdesk.store.base import StoreError
+    from frontdesk.store.memory import MemorySessionStore
+    from frontdesk.store.sqlite import SqliteSessionStore
+
+    for store in (MemorySessionStore(), SqliteSessionStore(tmp_path / "turns.sqlite3")):
+        store.save_turn("s1", {"turn": 1}, [{"type": "a"}, {"type": "b"}])
+        assert store.load("s1") == {"turn": 1}
+        assert [e["type"] for e in store.events("s1")] == ["a", "b"]
+        with pytest.raises(StoreError):
+            store.save_turn("s1", {"turn": 2}, [{"type": "c", "bad": float("nan")}])
+        assert store.load("s1") == {"turn": 1}  # the failed turn left nothing behind
+        assert len(store.events("s1")) == 2

@@ -123,8 +123,8 @@ class Engine:
         self._drive(ctx)
         state = ctx.state
         state.event_seq = ctx.log.next_seq
-        self.store.save(state.session_id, state.model_dump(mode="json"))
-        self.store.append_events(state.session_id, [e.model_dump(mode="json") for e in ctx.log.events])
+        self.store.save_turn(state.session_id, state.model_dump(mode="json"),
+                             [e.model_dump(mode="json") for e in ctx.log.events])
         active = next((f.agent for f in reversed(state.stack) if f.graph == "main"), None)
         return TurnResult(state.session_id, ctx.said, ctx.log.events, state.ended, active)
 

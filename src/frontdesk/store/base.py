@@ -32,6 +32,10 @@ class SessionStore(Protocol):
 
     def append_events(self, session_id: str, events: list[dict]) -> None: ...
 
+    def save_turn(self, session_id: str, state: dict, events: list[dict]) -> None:
+        """The state after a turn and that turn's events together (atomically where the store can)."""
+        ...
+
     def events(self, session_id: str) -> list[dict]: ...
 
     def list_sessions(self) -> list[SessionInfo]:

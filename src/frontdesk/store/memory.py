@@ -52,6 +52,15 @@ class MemorySessionStore:
         with self._lock:
             self._touch(session_id).event_jsons.extend(event_jsons)
 
+    def save_turn(self, session_id: str, state: dict, events: list[dict]) -> None:
+        state_json = encode_state(session_id, state)  # both encoded first: a bad value changes nothing
+        event_jsons = encode_events(session_id, events)
+        with self._lock:
+            session = self._touch(session_id)
+            session.state_json = state_json
+            session.program = program_of(state)
+            session.event_jsons.extend(event_jsons)
+
     def events(self, session_id: str) -> list[dict]:
         with self._lock:
             session = self._sessions.get(session_id)

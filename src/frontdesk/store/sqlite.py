@@ -82,23 +82,36 @@ class SqliteSessionStore:
     def save(self, session_id: str, state: dict) -> None:
         state_json = encode_state(session_id, state)
         with self._transaction(write=True) as db:
-            self._touch(db, session_id)
-            db.execute(
-                "UPDATE sessions SET state = ?, program = ? WHERE id = ?",
-                (state_json, program_of(state), session_id),
-            )
+            self._write_state(db, session_id, state, state_json)
 
     def append_events(self, session_id: str, events: list[dict]) -> None:
         event_jsons = encode_events(session_id, events)
         if not event_jsons:
             return
         with self._transaction(write=True) as db:
-            self._touch(db, session_id)
-            last = db.execute("SELECT COALESCE(MAX(seq), 0) FROM events WHERE session_id = ?", (session_id,)).fetchone()[0]
-            db.executemany(
-                "INSERT INTO events (session_id, seq, event) VALUES (?, ?, ?)",
-                [(session_id, last + offset, text) for offset, text in enumerate(event_jsons, start=1)],
-            )
+            self._write_events(db, session_id, event_jsons)
+
+    def save_turn(self, session_id: str, state: dict, events: list[dict]) -> None:
+        """The state after a turn and the turn's events, in one transaction: both or neither."""
+        state_json = encode_state(session_id, state)
+        event_jsons = encode_events(session_id, events)
+        with self._transaction(write=True) as db:
+            self._write_state(db, session_id, state, state_json)
+            if event_jsons:
+                self._write_events(db, session_id, event_jsons)
+
+    def _write_state(self, db, session_id: str, state: dict, state_json: str) -> None:
+        self._touch(db, session_id)
+        db.execute("UPDATE sessions SET state = ?, program = ? WHERE id = ?",
+                   (state_json, program_of(state), session_id))
+
+    def _write_events(self, db, session_id: str, event_jsons: list[str]) -> None:
+        self._touch(db, session_id)
+        last = db.execute("SELECT COALESCE(MAX(seq), 0) FROM events WHERE session_id = ?", (session_id,)).fetchone()[0]
+        db.executemany(
+            "INSERT INTO events (session_id, seq, event) VALUES (?, ?, ?)",
+            [(session_id, last + offset, text) for offset, text in enumerate(event_jsons, start=1)],
+        )
 
     def events(self, session_id: str) -> list[dict]:
         with self._transaction() as db:
