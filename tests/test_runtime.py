@@ -623,3 +623,20 @@ def test_bad_understanding_thresholds_are_diagnostics(tmp_path):
     (tmp_path / "config.yml").write_text("understanding:\n  claim:\n    accept: 2\n", encoding="utf-8")
     _, diags = load_program(tmp_path)
     assert any(d.is_error and "claims" in (d.hint or "") for d in diags)
+
+
+def test_a_tool_that_hangs_becomes_an_error_after_the_time_limit(tmp_path):
+    from frontdesk.runtime.tools import PythonToolRunner
+
+    prog = program(tmp_path, """
+        main:
+          type: flow agent
+          steps:
+            - call: slow
+            - if: slow.error
+              then:
+                - bot: "Timed out: ${slow.message}"
+    """, 'import time\n\ndef slow():\n    """Sleeps."""\n    print("starting")\n    time.sleep(5)\n')
+    engine = Engine(prog, None, MemorySessionStore(), tools=PythonToolRunner(prog, timeout=0.3))
+    result = engine.start()
+    assert [m.text for m in result.messages] == ["Timed out: starting\nslow did not finish within 0.3 seconds"]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
 import inspect
 import io
@@ -73,17 +72,57 @@ class ToolRunner(Protocol):
     def call(self, tool: str, args: dict[str, Any]) -> ToolResult: ...
 
 
+class _PerThreadStdout(io.TextIOBase):
+    """sys.stdout that sends a thread's writes to that thread's buffer while a tool runs in it."""
+
+    def __init__(self, fallback) -> None:
+        self.fallback = fallback
+        self.local = threading.local()
+
+    def write(self, text: str) -> int:
+        buffer = getattr(self.local, "buffer", None)
+        return (buffer if buffer is not None else self.fallback).write(text)
+
+    def flush(self) -> None:
+        buffer = getattr(self.local, "buffer", None)
+        (buffer if buffer is not None else self.fallback).flush()
+
+    def writable(self) -> bool:
+        return True
+
+
+_install_lock = threading.Lock()
+
+
+def _capturing_stdout() -> _PerThreadStdout:
+    with _install_lock:
+        if not isinstance(sys.stdout, _PerThreadStdout):
+            sys.stdout = _PerThreadStdout(sys.stdout)
+        return sys.stdout
+
+
+DEFAULT_TOOL_TIMEOUT = 30.0
+
+
 class PythonToolRunner:
-    """Imports the program's tool files and calls their functions, capturing printed output."""
+    """Imports the program's tool files and calls their functions, capturing printed output.
 
-    _lock = threading.Lock()
+    Each call runs in its own thread with a time limit: a tool that hangs becomes an error
+    result after `timeout` seconds (its thread is left to finish on its own; Python cannot stop it).
+    """
 
-    def __init__(self, program: Program) -> None:
+    def __init__(self, program: Program, timeout: float = DEFAULT_TOOL_TIMEOUT) -> None:
         self.program = program
         self.root = Path(program.root or ".")
+        self.timeout = timeout
         self._modules: dict[str, Any] = {}
+        self._import_lock = threading.Lock()
 
     def _module(self, rel: str):
+        with self._import_lock:
+            return self._import(rel)
+
+    def _import(self, rel: str):
         if rel not in self._modules:
             path = (self.root / rel).resolve()
             name = f"frontdesk_tools_{abs(hash(str(path)))}"
@@ -112,17 +151,32 @@ class PythonToolRunner:
             kwargs = _fit_arguments(fn, args)
         except TypeError as exc:
             return ToolResult(status="error", message=str(exc), error=str(exc))
+        stdout = _capturing_stdout()
         out = io.StringIO()
-        try:
-            with self._lock, contextlib.redirect_stdout(out):
-                value = fn(**kwargs)
-        except Exception as exc:
-            printed = out.getvalue().strip()
+        outcome: dict[str, Any] = {}
+
+        def run() -> None:
+            stdout.local.buffer = out
+            try:
+                outcome["value"] = fn(**kwargs)
+            except BaseException as exc:  # noqa: BLE001 - reported as the tool's error, whatever it is
+                outcome["error"] = exc
+            finally:
+                stdout.local.buffer = None
+
+        worker = threading.Thread(target=run, name=f"tool {tool}", daemon=True)
+        worker.start()
+        worker.join(self.timeout)
+        printed = out.getvalue().strip()
+        if worker.is_alive():
+            msg = f"{tool} did not finish within {self.timeout:g} seconds"
+            return ToolResult(status="error", message="\n".join(x for x in (printed, msg) if x), error=msg)
+        if "error" in outcome:
+            exc = outcome["error"]
             msg = f"{tool} failed: {type(exc).__name__}: {exc}"
             return ToolResult(status="error", message="\n".join(x for x in (printed, msg) if x),
                               error=f"{type(exc).__name__}: {exc}")
-        result = normalise_return(value)
-        printed = out.getvalue().strip()
+        result = normalise_return(outcome.get("value"))
         if printed:
             result.message = "\n".join(x for x in (printed, result.message) if x)
         return result
