@@ -640,3 +640,36 @@ def test_a_tool_that_hangs_becomes_an_error_after_the_time_limit(tmp_path):
     engine = Engine(prog, None, MemorySessionStore(), tools=PythonToolRunner(prog, timeout=0.3))
     result = engine.start()
     assert [m.text for m in result.messages] == ["Timed out: starting\nslow did not finish within 0.3 seconds"]
+
+
+def test_a_session_survives_a_changed_program(tmp_path):
+    first = program(tmp_path, """
+        main:
+          type: flow agent
+          steps:
+            - bot: "Name?"
+            - user
+            - bot: "Thanks"
+    """)
+    store = MemorySessionStore()
+    sid = Engine(first, None, store).start().session_id
+    same_shape = program(tmp_path, """
+        main:
+          type: flow agent
+          steps:
+            - bot: "What is your name?"
+            - user
+            - bot: "Thank you"
+    """)
+    result = Engine(same_shape, None, store).send(sid, "Ada")  # the `user` step still exists: go on
+    assert [m.text for m in result.messages] == ["Thank you"]
+    sid = Engine(first, None, store).start().session_id
+    changed = program(tmp_path, """
+        main:
+          type: flow agent
+          steps:
+            - bot: "Welcome back."
+    """)
+    result = Engine(changed, None, store).send(sid, "Ada")  # the `user` step is gone: start over
+    assert [m.text for m in result.messages] == ["Welcome back."]
+    assert any("starts over" in e.data.get("message", "") for e in result.events if e.type == "warning")

@@ -14,7 +14,7 @@ from frontdesk.runtime.answering import KnowledgeCache, KnowledgeExecutor
 from frontdesk.runtime.context import BotMessage, Outcome, TurnContext
 from frontdesk.runtime.events import Event, EventLog
 from frontdesk.runtime.flow import FlowExecutor
-from frontdesk.runtime.policies import new_frame
+from frontdesk.runtime.policies import KIND_OF, new_frame
 from frontdesk.runtime.reasoning import ReasoningExecutor
 from frontdesk.runtime.routing import RouterExecutor
 from frontdesk.runtime.state import Frame, HistoryItem, SessionState
@@ -98,6 +98,8 @@ class Engine:
         state = SessionState.model_validate(raw)
         state.turn += 1
         ctx = self._context(state)
+        if state.program_digest != self.digest:
+            self._adopt_program(ctx)
         text = text.strip()
         state.history.append(HistoryItem(role="user", text=text, turn=state.turn))
         ctx.log.emit("user_message", None, text=text)
@@ -106,6 +108,29 @@ class Engine:
             return self._finish(ctx)
         state.stack[-1].pending_input = text
         return self._finish(ctx)
+
+    def _adopt_program(self, ctx: TurnContext) -> None:
+        """The program changed since the session's last turn: keep the session where its frames
+        still exist in the new program, otherwise start the conversation over (history kept)."""
+        state = ctx.state
+        state.program_digest = self.digest
+        if all(self._frame_fits(f) for f in state.stack):
+            ctx.log.emit("warning", None, message="the program changed since the last turn; continuing")
+            return
+        ctx.log.emit("warning", None, message="the program changed and the session's position no longer "
+                                              "exists in it; the conversation starts over")
+        state.stack = [new_frame(ctx, self.program.entry)]
+        state.ended = False
+        self._drive(ctx)
+
+    def _frame_fits(self, frame: Frame) -> bool:
+        agent = self.program.agents.get(frame.agent)
+        if agent is None or KIND_OF.get(agent.kind) != frame.kind and frame.graph == "main":
+            return False
+        graph = agent.setup if frame.graph == "setup" else getattr(agent, "graph", None)
+        nodes = graph.nodes if graph is not None else {}
+        positions = [frame.node, frame.last_listen, *frame.returns]
+        return all(p is None or p in nodes for p in positions) and all(self._frame_fits(f) for f in frame.suspended)
 
     def load_state(self, session_id: str) -> SessionState | None:
         raw = self.store.load(session_id)
