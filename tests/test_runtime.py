@@ -673,3 +673,16 @@ def test_a_session_survives_a_changed_program(tmp_path):
     result = Engine(changed, None, store).send(sid, "Ada")  # the `user` step is gone: start over
     assert [m.text for m in result.messages] == ["Welcome back."]
     assert any("starts over" in e.data.get("message", "") for e in result.events if e.type == "warning")
+
+
+def test_an_llm_agent_sees_a_bounded_transcript_that_starts_at_a_user_message():
+    from frontdesk.runtime.reasoning import recent
+
+    transcript = []
+    for i in range(40):
+        transcript += [{"role": "user", "content": f"u{i}"},
+                       {"role": "assistant", "content": None, "tool_calls": [{"id": f"c{i}", "name": "t"}]},
+                       {"role": "tool", "content": "ok", "tool_call_id": f"c{i}"}]
+    kept = recent(transcript, 10)
+    assert len(kept) <= 10 and kept[0]["role"] == "user" and kept[-1] == transcript[-1]
+    assert recent(transcript[:6], 10) == transcript[:6]

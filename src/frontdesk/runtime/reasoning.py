@@ -12,6 +12,16 @@ from frontdesk.runtime.policies import clear_topic_switch, setup_frame
 from frontdesk.runtime.state import Frame
 
 APOLOGY = "Sorry, something went wrong on my side. Let's try that again in a moment."
+TRANSCRIPT_LIMIT = 60  # messages of its own transcript an LLM agent sees at most
+
+
+def recent(messages: list[dict], limit: int) -> list[dict]:
+    """The last `limit` messages, starting at a user message so no tool result loses its call."""
+    if len(messages) <= limit:
+        return messages
+    tail = messages[-limit:]
+    start = next((i for i, m in enumerate(tail) if m.get("role") == "user"), len(tail))
+    return tail[start:] or messages[-1:]
 
 
 class ReasoningExecutor:
@@ -42,7 +52,7 @@ class ReasoningExecutor:
 
     def _loop(self, agent: ReasoningAgent, frame: Frame, ctx: TurnContext) -> Outcome:
         for _ in range(agent.max_iterations):
-            messages = [ChatMessage.model_validate(m) for m in frame.messages]
+            messages = [ChatMessage.model_validate(m) for m in recent(frame.messages, TRANSCRIPT_LIMIT)]
             request = prompts.reasoning_request(agent, ctx.values(agent.name), messages, ctx.program.tools)
             try:
                 response = ctx.complete(request, agent.name)
