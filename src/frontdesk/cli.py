@@ -244,7 +244,11 @@ def chat(
                 break
             if not text.strip():
                 continue
-            result = engine.send(session_id, text)
+            if interactive:
+                with err.status("[dim]…[/dim]", spinner="dots"):
+                    result = engine.send(session_id, text)
+            else:
+                result = engine.send(session_id, text)
             show(result)
             if result.ended:
                 err.print("[dim](the conversation has ended)[/dim]")
