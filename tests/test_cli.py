@@ -154,3 +154,22 @@ def test_chat_against_an_openai_compatible_endpoint(workdir):
     assert "store_policy_kb> Standard shipping costs $4.99." in result.stdout
     assert [r["model"] for r in server.requests] == ["test-model", "test-model"]
     assert server.requests[0]["tool_choice"]["function"]["name"] == "route"
+
+
+def test_describe_render_and_verify_a_chat_session_from_the_command_line(workdir):
+    spec = workdir / "bookstore.acdl"
+    described = frontdesk("describe", str(BOOKSTORE), "-o", str(spec), cwd=workdir)
+    assert described.returncode == 0, described.stderr
+    assert frontdesk("acdl", "check", str(spec), cwd=workdir).returncode == 0
+    rendered = frontdesk("acdl", "render", str(spec), "-o", str(workdir / "bookstore.svg"), cwd=workdir)
+    assert rendered.returncode == 0 and (workdir / "bookstore.svg").read_text().startswith("<svg")
+    chat = frontdesk("chat", str(BOOKSTORE), "--script", str(BOOKSTORE / "conversations" / "intent_change.yml"),
+                     cwd=workdir)
+    session = next(line.split()[-1] for line in chat.stderr.splitlines() if "frontdesk trace" in line)
+    verified = frontdesk("acdl", "verify", str(spec), session, cwd=workdir)
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    assert "8 calls checked, 0 mismatched" in verified.stdout
+    broken = workdir / "broken.acdl"
+    broken.write_text(spec.read_text().replace("    U: {\n        CONVERSATION_HEADER", "    A: {\n        CONVERSATION_HEADER", 1))
+    mismatch = frontdesk("acdl", "verify", str(broken), session, cwd=workdir)
+    assert mismatch.returncode == 1 and "mismatch" in mismatch.stdout
