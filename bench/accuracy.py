@@ -18,7 +18,7 @@ from pathlib import Path
 
 import yaml
 
-from frontdesk.ir.models import BranchNode, FlowAgent, KnowledgeAgent, Program, RouterAgent
+from frontdesk.ir.models import BranchNode, FlowAgent, Program, RouterAgent
 from frontdesk.lang import load_program
 from frontdesk.nlu.base import Decision, Option, Thresholds
 from frontdesk.nlu.matcher import (
@@ -28,7 +28,6 @@ from frontdesk.nlu.matcher import (
     TOP_K,
     EmbeddingUnderstanding,
     decision_from_scores,
-    polarity,
 )
 from frontdesk.runtime.options import claims_options, route_options
 

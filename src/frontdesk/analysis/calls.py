@@ -119,4 +119,4 @@ def check_unused_agents(program: Program, bag: DiagnosticBag, code: str) -> None
     for name, agent in program.agents.items():
         if name not in seen:
             bag.warning(code, f"agent '{name}' is never used: '{program.entry}' does not call or contain it",
-                        agent.span, hint=f"call it from a flow, add it to an ensemble's contains:, or remove it")
+                        agent.span, hint="call it from a flow, add it to an ensemble's contains:, or remove it")
