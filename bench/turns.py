@@ -11,7 +11,9 @@ import argparse
 import os
 import statistics
 import tempfile
+import json
 import time
+import tracemalloc
 from pathlib import Path
 
 from frontdesk.lang import load_program
@@ -47,16 +49,27 @@ def main() -> None:
                                        understanding=nlu[0], embedder=nlu[1])
                 timings.append(time.perf_counter() - start)
         turns = len(spec["user"])
+        state_kb = len(json.dumps(run.engine.store.load(run.session_id))) / 1024
+        with tempfile.TemporaryDirectory() as data:  # peak Python memory of one more replay
+            os.environ["FRONTDESK_EXAMPLE_DB_DIR"] = data
+            tracemalloc.start()
+            run_conversation(program, [str(u) for u in spec["user"]], scripted_model(spec),
+                             understanding=nlu[0], embedder=nlu[1])
+            peak_mb = tracemalloc.get_traced_memory()[1] / 2**20
+            tracemalloc.stop()
         calls = run.events_of("llm_call")
         tokens = sum(e["data"].get("prompt_tokens", 0) + e["data"].get("completion_tokens", 0) for e in calls)
         rows.append((f"{path.parent.parent.name}/{path.stem}", turns, len(calls), len(calls) / max(turns, 1),
-                     tokens, statistics.median(timings) * 1000 / (turns + 1)))
-    header = f"{'conversation':34} {'turns':>5} {'llm calls':>9} {'calls/turn':>10} {'tokens*':>8} {'ms/turn':>8}"
+                     tokens, statistics.median(timings) * 1000 / (turns + 1), state_kb, peak_mb))
+    header = (f"{'conversation':34} {'turns':>5} {'llm calls':>9} {'calls/turn':>10} {'tokens*':>8} "
+              f"{'ms/turn':>8} {'state KB':>8} {'peak MB':>8}")
     print(header)
     print("-" * len(header))
-    for name, turns, calls, per, tokens, ms in rows:
-        print(f"{name:34} {turns:5d} {calls:9d} {per:10.2f} {tokens:8d} {ms:8.2f}")
-    print("* tokens estimated by the scripted model (characters / 4); ms/turn includes tool calls and SQLite")
+    for name, turns, calls, per, tokens, ms, state_kb, peak_mb in rows:
+        print(f"{name:34} {turns:5d} {calls:9d} {per:10.2f} {tokens:8d} {ms:8.2f} {state_kb:8.1f} {peak_mb:8.2f}")
+    print("* tokens estimated by the scripted model (characters / 4); ms/turn includes tool calls and SQLite;")
+    print("  state KB: the stored session state after the conversation; peak MB: Python allocations")
+    print("  during one replay (tracemalloc; the embedding model's tensors are outside it)")
 
 
 if __name__ == "__main__":
