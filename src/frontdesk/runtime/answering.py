@@ -13,6 +13,7 @@ from frontdesk.runtime.context import Outcome, TurnContext
 from frontdesk.runtime.policies import policy_message
 from frontdesk.runtime.state import Frame
 
+KB_HISTORY_MESSAGES = 6  # earlier messages a knowledge answer sees
 NOT_FOUND = "Sorry, I couldn't find information about that."
 
 
@@ -79,9 +80,8 @@ class KnowledgeExecutor:
             ctx.log.emit("step", agent.name, action="extractive answer", source=passages[0].source)
             ctx.say(agent.name, answer, frame)
             return Outcome.done("success", "answered with sentences from the sources")
-        window = ctx.program.settings.history_window
-        request = build_answer_request(question, passages, prompts.history_messages(ctx.state.history[:-1], 6)
-                                       if window else [], agent)
+        earlier = prompts.history_messages(ctx.state.history[:-1], KB_HISTORY_MESSAGES)
+        request = build_answer_request(question, passages, earlier, agent)
         try:
             response = ctx.complete(request, agent.name)
         except LLMError as exc:

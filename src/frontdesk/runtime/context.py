@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, Literal
 
 from frontdesk.expr import evaluate, format_value, render_template
@@ -78,6 +79,16 @@ class TurnContext:
             return None
         base = getattr(self.understanding, "thresholds_for", lambda t: Thresholds())(task)
         return replace(base, **{k: v for k, v in override.model_dump().items() if v is not None})
+
+    def agent_options(self, names: list[str]) -> list[Option]:
+        """Agents as options to decide between (mined once per engine, see runtime/options.py)."""
+        from frontdesk.runtime.options import route_options
+
+        key = tuple(names)
+        if key not in self.option_cache:
+            root = Path(self.program.root) if self.program.root else None
+            self.option_cache[key] = route_options(self.program, names, root)
+        return self.option_cache[key]
 
     def embed_decide(self, message: str, options: list[Option], task: str, agent: str | None) -> Decision | None:
         """An embedding decision, or None when there is no understanding model or it failed."""

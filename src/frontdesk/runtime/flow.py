@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
 from frontdesk.expr import EvalError, collect_refs, is_true, template_refs
@@ -24,7 +23,7 @@ from frontdesk.llm.base import LLMError
 from frontdesk.nlu.base import Option
 from frontdesk.nlu.matcher import polarity
 from frontdesk.runtime import prompts
-from frontdesk.runtime.options import claims_options, route_options
+from frontdesk.runtime.options import claims_options
 from frontdesk.runtime.context import Outcome, TurnContext
 from frontdesk.runtime.policies import apply_fallback, new_frame
 from frontdesk.runtime.state import Frame
@@ -178,7 +177,7 @@ class FlowExecutor:
         if polarity(message) and len(message.split()) <= SHORT_ANSWER_WORDS:
             switches = []  # "no thanks" answers the question; it is not a change of topic
         options = claims_options(branch) + [
-            Option(f"switch:{o.key}", o.examples) for o in switch_options(ctx, [a.name for a in switches])]
+            Option(f"switch:{o.key}", o.examples) for o in ctx.agent_options([a.name for a in switches])]
         decision = ctx.embed_decide(message, options, "claims", frame.agent)
         if decision is None:
             return None
@@ -356,11 +355,3 @@ def switch_candidates(ctx: TurnContext, frame: Frame):
     return [ctx.program.agents[m.agent] for m in router.members
             if m.agent != frame.agent and m.agent in ctx.program.agents]
 
-
-def switch_options(ctx: TurnContext, names: list[str]) -> list[Option]:
-    """The agents a flow's user may switch to, described as for routing (cached per engine)."""
-    key = ("switch", tuple(names))
-    if key not in ctx.option_cache:
-        root = Path(ctx.program.root) if ctx.program.root else None
-        ctx.option_cache[key] = route_options(ctx.program, names, root)
-    return ctx.option_cache[key]

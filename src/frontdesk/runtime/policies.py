@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from frontdesk.ir.models import Agent, Policy
 from frontdesk.runtime.context import Outcome, TurnContext
@@ -65,7 +64,6 @@ def clear_topic_switch(ctx: TurnContext, frame: Frame, message: str) -> str | No
     """Another member of the router that started this agent, when the embedding model is sure
     the message is for it and not for the active agent; None otherwise (the agent handles it)."""
     from frontdesk.ir.models import RouterAgent
-    from frontdesk.runtime.options import route_options
 
     stack = ctx.state.stack
     if ctx.understanding is None or len(stack) < 2 or stack[-1] is not frame or stack[-2].kind != "router":
@@ -74,10 +72,7 @@ def clear_topic_switch(ctx: TurnContext, frame: Frame, message: str) -> str | No
     if not isinstance(router, RouterAgent) or not frame.said_since_start:
         return None
     names = [m.agent for m in router.members if m.agent in ctx.program.agents]
-    key = ("switch-check", router.name)
-    if key not in ctx.option_cache:
-        ctx.option_cache[key] = route_options(ctx.program, names, Path(ctx.program.root) if ctx.program.root else None)
-    decision = ctx.embed_decide(message, ctx.option_cache[key], "route", frame.agent)
+    decision = ctx.embed_decide(message, ctx.agent_options(names), "route", frame.agent)
     if decision is None or not decision.sure or decision.choice in (None, frame.agent):
         return None
     if decision.scores.get(frame.agent, 0.0) > decision.score - SWITCH_LEAD:

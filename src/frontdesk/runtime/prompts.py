@@ -57,7 +57,7 @@ def route_plan(router: Agent, candidates: list[Agent], history: list[HistoryItem
                              "should handle the user's latest message, judging by the agents' descriptions and "
                              "the conversation."),
         Fixed("AGENTS_HEADER", "Agents:"),
-        Each("agent", "sys.candidate_agents", [_agent_line(Agent_placeholder)], [[_agent_line(a)] for a in candidates]),
+        Each("agent", "sys.candidate_agents", [Value("sys.agent_description", "", "[agent]")], [[_agent_line(a)] for a in candidates]),
         Fixed("NONE_OPTION", f'If no agent fits the message, choose "{NONE_CHOICE}". Answer by calling {ROUTE_TOOL}.'),
         Maybe("sys.router.prompt", [Fixed("SELECTION_POLICY_HEADER", "Selection policy:"), Value("sys.router.prompt", "")],
               present=bool(instructions),
@@ -185,10 +185,6 @@ def reasoning_plan(agent: ReasoningAgent, values: dict[str, Any], messages: list
                               "conversation so far, the agent's tool calls and their results)")
 
 
-def reasoning_system_prompt(agent: ReasoningAgent, values: dict[str, Any]) -> str:
-    return reasoning_plan(agent, values, []).render()[0].content or ""
-
-
 def reasoning_tools(agent: ReasoningAgent, tools: dict[str, ToolDef]) -> list[ToolSchema]:
     out = []
     for name in agent.tools:
@@ -254,11 +250,3 @@ def kb_answer_plan(agent: Agent, question: str, passages_text: str, earlier: lis
 def _request(purpose, plan: PromptPlan, **kw) -> LLMRequest:
     return LLMRequest(purpose=purpose, messages=plan.render(), plan=plan.name, structure=plan.structure(), **kw)
 
-
-# Describing shapes needs an agent-like object where a real one is not at hand.
-class _AgentPlaceholder:
-    name = "agent"
-    description = ""
-
-
-Agent_placeholder = _AgentPlaceholder()

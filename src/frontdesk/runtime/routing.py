@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from frontdesk.ir.models import RouterAgent
-from frontdesk.nlu.base import Option
-from frontdesk.runtime.options import route_options
 from frontdesk.llm.base import LLMError
 from frontdesk.runtime import prompts
 from frontdesk.runtime.context import Outcome, TurnContext
@@ -80,7 +76,7 @@ class RouterExecutor:
             ctx.log.emit("route_decided", router.name, agent=candidates[0].name, by="only member")
             return candidates[0].name
         names = [c.name for c in candidates]
-        decision = ctx.embed_decide(ctx.last_user_message(), self._options(router, names, ctx), "route", router.name)
+        decision = ctx.embed_decide(ctx.last_user_message(), ctx.agent_options(names), "route", router.name)
         if decision is not None and (decision.sure or not ctx.llm_classifies):
             ctx.log.emit("route_decided", router.name, agent=decision.choice,
                          by="embedding" if decision.sure else "embedding (unsure, no LLM to ask)",
@@ -107,13 +103,6 @@ class RouterExecutor:
             choice = None
         ctx.log.emit("route_decided", router.name, agent=choice, by="llm")
         return choice
-
-    def _options(self, router: RouterAgent, names: list[str], ctx: TurnContext) -> list[Option]:
-        key = (router.name, tuple(names))
-        if key not in ctx.option_cache:
-            root = Path(ctx.program.root) if ctx.program.root else None
-            ctx.option_cache[key] = route_options(ctx.program, names, root)
-        return ctx.option_cache[key]
 
     def _activate(self, router: RouterAgent, member: str, text: str, ctx: TurnContext) -> Frame:
         spec = next(m for m in router.members if m.agent == member)
