@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -133,7 +134,7 @@ def _choose_models(prog, mode: str, script: Optional[Path], embeddings: Optional
         raise typer.Exit(2)
     try:
         with err.status("loading models…", spinner="dots") if mode in ("auto", "local") and script is None \
-                else _nullcontext():
+                else contextlib.nullcontext():
             models = choose_models(prog, mode, script, embeddings)  # type: ignore[arg-type]
     except (ScriptError, ModelChoiceError, OSError, yaml.YAMLError, ValueError) as exc:
         err.print(f"[red]error:[/red] {exc}")
@@ -141,14 +142,6 @@ def _choose_models(prog, mode: str, script: Optional[Path], embeddings: Optional
     for note in models.notes:
         err.print(f"[yellow]note:[/yellow] {note}")
     return models
-
-
-class _nullcontext:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
 
 
 def _event_line(ev: dict) -> str:

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from frontdesk.expr import evaluate, format_value, render_template
+from frontdesk.expr import evaluate, render_template
 from frontdesk.ir.models import Expr, FlowAgent, Program, Ref, Template
 from frontdesk.llm.base import LLM, LLMError, LLMRequest, LLMResponse
 from frontdesk.nlu.base import Decision, Option, Thresholds, Understanding
@@ -228,6 +228,3 @@ class TurnContext:
             self.log.emit("error", caller, where=f"tool {tool}", message=result.error)
         return result
 
-
-def value_text(value: Any) -> str:
-    return format_value(value)
