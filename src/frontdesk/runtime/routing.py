@@ -130,7 +130,8 @@ class RouterExecutor:
             frame.waiting = True
             return Outcome.wait()
         if policy is None or policy.kind == "default":
-            helps = "; ".join(a.description for a in self._candidates(router, frame, ctx) if a.description)
+            helps = "; ".join(a.description.strip().rstrip(".") for a in self._candidates(router, frame, ctx)
+                              if a.description.strip())
             message = "Sorry, I can't help with that." + (f" I can help with: {helps}." if helps else "")
         else:
             message = policy_message(policy)
