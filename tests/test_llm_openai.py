@@ -325,7 +325,7 @@ def test_config_wins_over_environment():
     assert provider.base_url == "http://localhost:11434/v1"
     assert provider.model == "llama3" and provider.name == "openai:llama3"
     assert provider.timeout == 7.0
-    assert provider._client.api_key == "sk-env"
+    assert provider._client.api_key == "not-needed"  # the user's key never goes to the program's endpoint
 
 
 def test_frontdesk_environment_wins_over_openai_environment():

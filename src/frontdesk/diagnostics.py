@@ -1,8 +1,11 @@
-"""Diagnostics: a code, a message, a source span, a hint, and their pretty printing."""
+"""Diagnostics: a code, a message, a source span, a hint, their pretty printing, and bounded source reading."""
 
 from __future__ import annotations
 
 import difflib
+import errno
+import os
+import stat
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -120,7 +123,7 @@ def did_you_mean(word: str, candidates: Iterable[str]) -> str | None:
 
 
 def format_all(diags: Iterable[Diagnostic]) -> str:
-    """Format diagnostics, reading each file once for the source excerpts."""
+    """Format diagnostics, reading each file once for the source excerpts (none for unreadable files)."""
     cache: dict[str, str | None] = {}
     parts = []
     for d in diags:
@@ -128,12 +131,73 @@ def format_all(diags: Iterable[Diagnostic]) -> str:
         if d.span and d.span.file:
             if d.span.file not in cache:
                 try:
-                    cache[d.span.file] = Path(d.span.file).read_text(encoding="utf-8")
-                except OSError:
+                    cache[d.span.file] = read_source_bytes(Path(d.span.file)).decode("utf-8", errors="replace")
+                except SourceReadError:
                     cache[d.span.file] = None
             text = cache[d.span.file]
         parts.append(d.format(text))
     return "\n\n".join(parts)
+
+
+# A source file (program, settings, tool file) larger than this is refused before it is read.
+MAX_SOURCE_BYTES = 4 * 1024 * 1024
+
+
+class SourceReadError(Exception):
+    """A source file cannot be read: missing, not a regular file, too large, or an OS error.
+
+    The message is a sentence for a diagnostic; `hint` says what to do about it.
+    """
+
+    def __init__(self, message: str, hint: str) -> None:
+        super().__init__(message)
+        self.hint = hint
+
+
+def read_source_bytes(path: Path, limit: int = MAX_SOURCE_BYTES) -> bytes:
+    """The bytes of a regular file of at most `limit` bytes, checked before reading.
+
+    FIFOs, devices and folders are refused without being opened (reading them can hang or never
+    end), and a file that grows past the limit while it is read is refused too.
+    """
+    try:
+        info = os.stat(path)
+    except OSError as exc:
+        raise SourceReadError(_os_problem(exc), "check the path") from None
+    if stat.S_ISDIR(info.st_mode):
+        raise SourceReadError("it is a folder, not a file", "pass a file, or a folder that holds agents.yml")
+    if not stat.S_ISREG(info.st_mode):
+        raise SourceReadError("it is not a regular file (a device, pipe or socket)", "pass a text file")
+    if info.st_size > limit:
+        raise SourceReadError(f"the file is {info.st_size:,} bytes, more than the limit of {limit:,} bytes",
+                              f"keep source files under {limit // (1024 * 1024)} MB")
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        raise SourceReadError(_os_problem(exc), "check the path and the file permissions") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # swapped for something else since the check
+            raise SourceReadError("it is not a regular file (a device, pipe or socket)", "pass a text file")
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            data = handle.read(limit + 1)
+    except OSError as exc:
+        raise SourceReadError(_os_problem(exc), "check the path and the file permissions") from None
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        raise SourceReadError(f"the file is more than the limit of {limit:,} bytes",
+                              f"keep source files under {limit // (1024 * 1024)} MB")
+    return data
+
+
+def _os_problem(exc: OSError) -> str:
+    reason = exc.strerror or type(exc).__name__
+    if exc.errno == errno.ENAMETOOLONG:
+        return "the file name is too long"
+    if isinstance(exc, FileNotFoundError):
+        return "file not found"
+    return f"cannot read it: {reason}"
 
 
 class FrontdeskError(Exception):

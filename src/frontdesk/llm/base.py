@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 # What an LLM call is for; traces, scripts and descriptions (ACDL) are keyed on it.
 Purpose = Literal["route", "understand", "reason", "kb_answer", "extract", "fallback", "other"]
@@ -60,6 +61,32 @@ class LLMResponse(BaseModel):
     tool_calls: list[ToolCall] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
     model: str = ""
+
+    @field_validator("content", mode="before")
+    @classmethod
+    def _content_as_text(cls, value: Any) -> str | None:
+        return content_text(value)
+
+
+def content_text(value: Any) -> str | None:
+    """A model's reply content as text, whatever a server sent: a list of content parts becomes their
+    text joined, a number or an object its JSON text; None stays None."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:  # lone surrogates from a JSON escape
+            return value.encode("utf-8", errors="replace").decode("utf-8")
+        return value
+    if isinstance(value, list) and all(isinstance(part, dict) for part in value):
+        texts = [part.get("text") for part in value]
+        if all(isinstance(text, str) for text in texts):
+            return "".join(texts)  # type: ignore[arg-type]
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return str(value)
 
 
 class LLMError(Exception):

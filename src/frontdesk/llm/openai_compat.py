@@ -6,10 +6,12 @@ import json
 import os
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import openai
 
-from frontdesk.llm.base import ChatMessage, LLMError, LLMRequest, LLMResponse, ToolCall, ToolSchema, Usage
+from frontdesk.llm.base import (ChatMessage, LLMError, LLMRequest, LLMResponse, ToolCall, ToolSchema, Usage,
+                                content_text)
 
 DEFAULT_MODEL = "gpt-4o-mini"
 DEFAULT_TIMEOUT = 30.0
@@ -38,12 +40,17 @@ class OpenAICompatibleProvider:
         model: str,
         timeout: float = DEFAULT_TIMEOUT,
         max_retries: int = DEFAULT_MAX_RETRIES,
+        key_note: str = "",
     ) -> None:
         self.model = model
         self.timeout = float(timeout)
         self.max_retries = int(max_retries)
         self.name = f"openai:{model}"
         self.base_url = (base_url or OPENAI_DEFAULT_BASE_URL).rstrip("/")
+        # Error messages and traces name the endpoint without any user:password in it.
+        self.shown_url = url_without_credentials(self.base_url)
+        self._secrets = _secrets_of(self.base_url, api_key)
+        self._key_note = key_note  # why the environment's key was not sent, for a 401
         self._client = openai.OpenAI(
             base_url=self.base_url,
             api_key=api_key or PLACEHOLDER_API_KEY,
@@ -52,23 +59,41 @@ class OpenAICompatibleProvider:
         )
 
     def __repr__(self) -> str:
-        return f"OpenAICompatibleProvider(model={self.model!r}, base_url={self.base_url!r})"
+        return f"OpenAICompatibleProvider(model={self.model!r}, base_url={self.shown_url!r})"
 
     def complete(self, request: LLMRequest) -> LLMResponse:
+        try:
+            return self._complete(request)
+        except LLMError as exc:
+            raise LLMError(self.redact(str(exc))) from exc.__cause__
+
+    def redact(self, text: str) -> str:
+        """`text` with the endpoint's credentials and the API key replaced by ***."""
+        for secret in self._secrets:
+            text = text.replace(secret, "***")
+        return text
+
+    def _complete(self, request: LLMRequest) -> LLMResponse:
         arguments = self._request_arguments(request)
+        url = self.shown_url
         try:
             completion = self._client.chat.completions.create(**arguments)
         except openai.APITimeoutError as exc:
-            raise LLMError(f"LLM request timed out after {self.timeout:g}s ({self.base_url})") from exc
+            raise LLMError(f"LLM request timed out after {self.timeout:g}s ({url})") from exc
         except openai.APIConnectionError as exc:
-            raise LLMError(f"cannot connect to LLM server at {self.base_url}: {_short(exc)}") from exc
+            raise LLMError(f"cannot connect to LLM server at {url}: {_short(exc)}") from exc
         except openai.APIStatusError as exc:
             raise LLMError(self._status_error_message(exc)) from exc
         except openai.OpenAIError as exc:
-            raise LLMError(f"LLM request to {self.base_url} failed: {_short(exc)}") from exc
+            raise LLMError(f"LLM request to {url} failed: {_short(exc)}") from exc
         except ValueError as exc:  # e.g. a 200 answer whose body is not JSON
-            raise LLMError(f"LLM server at {self.base_url} sent an unreadable answer: {_short(exc)}") from exc
-        return self._parse_completion(completion)
+            raise LLMError(f"LLM server at {url} sent an unreadable answer: {_short(exc)}") from exc
+        try:
+            return self._parse_completion(completion)
+        except LLMError:
+            raise
+        except (ValueError, TypeError, AttributeError) as exc:  # a well-formed JSON answer of the wrong shape
+            raise LLMError(f"LLM server at {url} sent an answer of an unexpected shape: {_short(exc)}") from exc
 
     # -- request -------------------------------------------------------------------------
 
@@ -91,30 +116,30 @@ class OpenAICompatibleProvider:
     def _parse_completion(self, completion: Any) -> LLMResponse:
         choices = getattr(completion, "choices", None) or []
         if not choices:
-            raise LLMError(f"LLM server at {self.base_url} answered without any choices")
+            raise LLMError(f"LLM server at {self.shown_url} answered without any choices")
         message = getattr(choices[0], "message", None)
         if message is None:
-            raise LLMError(f"LLM server at {self.base_url} answered without a message")
+            raise LLMError(f"LLM server at {self.shown_url} answered without a message")
         tool_calls = [
             _parse_tool_call(raw_call, index)
             for index, raw_call in enumerate(getattr(message, "tool_calls", None) or [], start=1)
         ]
         usage = getattr(completion, "usage", None)
         return LLMResponse(
-            content=getattr(message, "content", None),
+            content=content_text(getattr(message, "content", None)),
             tool_calls=tool_calls,
             usage=Usage(
                 prompt_tokens=_as_count(getattr(usage, "prompt_tokens", None)),
                 completion_tokens=_as_count(getattr(usage, "completion_tokens", None)),
             ),
-            model=getattr(completion, "model", None) or self.model,
+            model=str(getattr(completion, "model", None) or self.model),
         )
 
     def _status_error_message(self, exc: openai.APIStatusError) -> str:
         status = exc.status_code
         detail = _error_detail(exc)
         if status == 401:
-            summary = "LLM server rejected the API key"
+            summary = "LLM server rejected the API key" + (f" ({self._key_note})" if self._key_note else "")
         elif status == 403:
             summary = "LLM server refused the request"
         elif status == 404:
@@ -125,7 +150,7 @@ class OpenAICompatibleProvider:
             summary = "LLM server failed"
         else:
             summary = "LLM server rejected the request"
-        message = f"{summary} (HTTP {status}, {self.base_url})"
+        message = f"{summary} (HTTP {status}, {self.shown_url})"
         return f"{message}: {detail}" if detail else message
 
 
@@ -174,7 +199,7 @@ def _tool_choice_payload(tool_choice: str, tools: list[ToolSchema]) -> Any:
 def _parse_tool_call(raw_call: Any, index: int) -> ToolCall:
     function = getattr(raw_call, "function", None)
     name = getattr(function, "name", None)
-    if not name:
+    if not name or not isinstance(name, str):
         raise LLMError(f"the model made tool call #{index} without a function name")
     raw_arguments = getattr(function, "arguments", None)
     if raw_arguments is None or (isinstance(raw_arguments, str) and not raw_arguments.strip()):
@@ -192,7 +217,7 @@ def _parse_tool_call(raw_call: Any, index: int) -> ToolCall:
         raise LLMError(
             f"the model called tool {name!r} with arguments that are not a JSON object: {_clip(str(raw_arguments))}"
         )
-    return ToolCall(id=getattr(raw_call, "id", None) or f"call_{index}", name=name, arguments=arguments)
+    return ToolCall(id=str(getattr(raw_call, "id", None) or f"call_{index}"), name=name, arguments=arguments)
 
 
 def _as_count(value: Any) -> int:
@@ -224,21 +249,39 @@ def _clip(text: str) -> str:
 def provider_from_config(
     config: dict | None = None, env: Mapping[str, str] | None = None
 ) -> OpenAICompatibleProvider | None:
-    """Build a provider from an `llm:` config section and the environment; None when nothing says where to send calls."""
+    """Build a provider from an `llm:` config section and the environment; None when nothing says where to send calls.
+
+    An API key from the environment is the user's: it is sent only to the endpoint the
+    environment names (or to OpenAI's when it names none), never to a `base_url` that the
+    program's own config chose.
+    """
     config = config or {}
     env = os.environ if env is None else env
 
-    def setting(key: str, env_vars: tuple[str, ...]) -> Any:
+    def configured(key: str) -> Any:
         value = config.get(key)
-        if value is not None and value != "":
-            return value
-        for var in env_vars:
-            if env.get(var):
-                return env[var]
-        return None
+        return value if value is not None and value != "" else None
 
-    base_url = setting("base_url", BASE_URL_ENV_VARS)
-    api_key = setting("api_key", API_KEY_ENV_VARS)
+    def from_env(env_vars: tuple[str, ...]) -> str | None:
+        return next((env[var] for var in env_vars if env.get(var)), None)
+
+    def setting(key: str, env_vars: tuple[str, ...]) -> Any:
+        value = configured(key)
+        return value if value is not None else from_env(env_vars)
+
+    env_url = from_env(BASE_URL_ENV_VARS)
+    env_key = from_env(API_KEY_ENV_VARS)
+    config_url = configured("base_url")
+    base_url = config_url if config_url is not None else env_url
+    api_key = configured("api_key")
+    key_note = ""
+    if api_key is None and env_key:
+        users_endpoint = env_url or OPENAI_DEFAULT_BASE_URL
+        if config_url is None or _same_endpoint(str(config_url), users_endpoint):
+            api_key = env_key
+        else:
+            key_note = ("the API key in the environment is only sent to the endpoint the environment names; "
+                        "this program's config.yml chose another base_url, so give that one its own llm.api_key")
     if not base_url and not api_key:
         return None
     model = setting("model", MODEL_ENV_VARS) or DEFAULT_MODEL
@@ -252,7 +295,37 @@ def provider_from_config(
         model=str(model),
         timeout=timeout,
         max_retries=max_retries,
+        key_note=key_note,
     )
+
+
+def _same_endpoint(first: str, second: str) -> bool:
+    return first.strip().rstrip("/").lower() == second.strip().rstrip("/").lower()
+
+
+def url_without_credentials(url: str) -> str:
+    """`url` with any `user:password@` replaced by `***@`."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url
+    if "@" not in parts.netloc:
+        return url
+    host = parts.netloc.rsplit("@", 1)[1]
+    return urlunsplit((parts.scheme, f"***@{host}", parts.path, parts.query, parts.fragment))
+
+
+def _secrets_of(base_url: str, api_key: str | None) -> list[str]:
+    """The texts no error message may show: the API key and the URL's user and password (longest first)."""
+    secrets = [api_key] if api_key else []
+    try:
+        parts = urlsplit(base_url)
+        secrets += [parts.username or "", parts.password or ""]
+        if "@" in parts.netloc:
+            secrets.append(parts.netloc.rsplit("@", 1)[0])
+    except ValueError:
+        pass
+    return sorted({s for s in secrets if len(s) >= 3}, key=len, reverse=True)
 
 
 def _positive_number(key: str, value: Any, default: float) -> float:

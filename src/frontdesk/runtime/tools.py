@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import inspect
 import io
+import math
 import sys
 import threading
 from dataclasses import dataclass, field
@@ -37,7 +38,11 @@ class ToolResult:
 
 
 def normalise_return(value: Any) -> ToolResult:
-    """Read a tool's return value: a list of `{status,msg}`, `{bot}`, `{arg,value}` items (or one)."""
+    """Read a tool's return value: a list of `{status,msg}`, `{bot}`, `{arg,value}` items (or one).
+
+    Whatever the tool returns, the result holds only JSON data (see `json_safe`), so it can be
+    stored with the session.
+    """
     result = ToolResult()
     if value is None:
         return result
@@ -45,27 +50,71 @@ def normalise_return(value: Any) -> ToolResult:
     free: list[str] = []
     for item in items:
         if not isinstance(item, dict):
-            free.append(str(item))
+            free.append(text_of(item))
             continue
         if "status" in item and "arg" not in item and "slot_name" not in item:
-            status = str(item.get("status", "success")).lower()
+            status = text_of(item.get("status", "success")).lower()
             result.status = "error" if status in ("error", "failed", "failure", "false") else "success"
             if item.get("msg") is not None:
-                free.append(str(item["msg"]))
+                free.append(text_of(item["msg"]))
         elif "bot" in item:
-            result.bot.append(str(item["bot"]))
+            result.bot.append(text_of(item["bot"]))
         elif "arg" in item or "slot_name" in item:
-            result.args[str(item.get("arg", item.get("slot_name")))] = item.get("value")
+            result.args[text_of(item.get("arg", item.get("slot_name")))] = json_safe(item.get("value"))
         elif "error" in item:
             result.status = "error"
-            free.append(str(item["error"]))
+            free.append(text_of(item["error"]))
         elif "msg" in item:
-            free.append(str(item["msg"]))
+            free.append(text_of(item["msg"]))
         else:
             # A plain mapping of values: treat each key as an argument update.
-            result.args.update({str(k): v for k, v in item.items()})
+            result.args.update({text_of(k): json_safe(v) for k, v in item.items()})
     result.message = "\n".join(m for m in free if m)
     return result
+
+
+_MAX_JSON_DEPTH = 32
+
+
+def json_safe(value: Any, depth: int = 0) -> Any:
+    """`value` as JSON data: text is valid UTF-8, bytes are decoded (bad bytes replaced), containers are
+    lists and string-keyed dicts, non-finite floats and any other object become their text."""
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value) if math.isfinite(value) else str(value)
+    if isinstance(value, (str, bytes, bytearray)):
+        return text_of(value)
+    if depth >= _MAX_JSON_DEPTH:
+        return text_of(value)
+    if isinstance(value, dict):
+        return {text_of(k): json_safe(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [json_safe(v, depth + 1) for v in value]
+    return text_of(value)
+
+
+def text_of(value: Any) -> str:
+    """Any value as valid UTF-8 text: bytes decoded with replacement, lone surrogates replaced, and an
+    object whose `str()` fails named by its type."""
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value).decode("utf-8", errors="replace")
+    if isinstance(value, str):
+        text = value
+    else:
+        try:
+            text = str(value)
+        except Exception:  # noqa: BLE001 - a broken __str__ in tool code
+            return f"<{type(value).__name__}>"
+        if not isinstance(text, str):
+            return f"<{type(value).__name__}>"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = text.encode("utf-8", errors="replace").decode("utf-8")
+    return text
 
 
 class ToolRunner(Protocol):
@@ -103,12 +152,19 @@ def _capturing_stdout() -> _PerThreadStdout:
 
 DEFAULT_TOOL_TIMEOUT = 30.0
 
+# What the caller (and, through `${tool.message}`, the customer) is told when a tool breaks; the
+# details (exception, time limit, import failure) go to the result's `error`, which is logged.
+UNAVAILABLE_MESSAGE = "the service is unavailable right now, please try again later"
+TOO_SLOW_MESSAGE = "the service did not answer in time, please try again later"
+
 
 class PythonToolRunner:
     """Imports the program's tool files and calls their functions, capturing printed output.
 
-    Each call runs in its own thread with a time limit: a tool that hangs becomes an error
-    result after `timeout` seconds (its thread is left to finish on its own; Python cannot stop it).
+    Importing a tool file and each call run in their own thread with a time limit: a tool that
+    hangs becomes an error result after `timeout` seconds (its thread is left to finish on its
+    own; Python cannot stop it), and one that raises anything, `SystemExit` included, becomes an
+    error result too.
     """
 
     def __init__(self, program: Program, timeout: float = DEFAULT_TOOL_TIMEOUT) -> None:
@@ -116,75 +172,135 @@ class PythonToolRunner:
         self.root = Path(program.root or ".")
         self.timeout = timeout
         self._modules: dict[str, Any] = {}
+        self._broken: dict[str, str] = {}  # tool file -> why it could not be imported
         self._import_lock = threading.Lock()
 
     def _module(self, rel: str):
         with self._import_lock:
-            return self._import(rel)
+            if rel in self._broken:
+                raise ToolLoadError(self._broken[rel])
+            if rel not in self._modules:
+                try:
+                    self._modules[rel] = self._import(rel)
+                except ToolLoadError as exc:
+                    self._broken[rel] = str(exc)
+                    raise
+            return self._modules[rel]
 
     def _import(self, rel: str):
-        if rel not in self._modules:
-            path = (self.root / rel).resolve()
-            name = f"frontdesk_tools_{abs(hash(str(path)))}"
-            spec = importlib.util.spec_from_file_location(name, path)
-            if spec is None or spec.loader is None:
-                raise ImportError(f"cannot load tool file {rel}")
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[name] = module
-            spec.loader.exec_module(module)
-            self._modules[rel] = module
-        return self._modules[rel]
+        """Run the tool file under the time limit; ToolLoadError when it raises, exits or hangs."""
+        path = (self.root / rel).resolve()
+        name = f"frontdesk_tools_{abs(hash(str(path)))}"
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:
+            raise ToolLoadError(f"cannot load tool file {rel}")
+        module = importlib.util.module_from_spec(spec)
+        loader = spec.loader
+        done, value = _run_limited(lambda: _exec_module(name, module, loader), f"import {rel}", self.timeout)
+        if not done:
+            raise ToolLoadError(f"importing tool file {rel} did not finish within {self.timeout:g} seconds")
+        if isinstance(value, _Raised):
+            sys.modules.pop(name, None)
+            raise ToolLoadError(f"importing tool file {rel} failed: {_describe(value.exc)}")
+        return module
 
     def function(self, tool: ToolDef) -> Callable[..., Any]:
-        return getattr(self._module(tool.module), tool.name)
+        module = self._module(tool.module)
+        fn = getattr(module, tool.name, None)
+        if not callable(fn):
+            raise ToolLoadError(f"tool file {tool.module} has no function {tool.name}")
+        return fn
 
     def call(self, tool: str, args: dict[str, Any]) -> ToolResult:
         tdef = self.program.tools.get(tool)
         if tdef is None:
-            return ToolResult(status="error", message=f"no tool named {tool}", error="unknown tool")
+            return ToolResult(status="error", message=UNAVAILABLE_MESSAGE, error=f"no tool named {tool}")
         try:
             fn = self.function(tdef)
-        except Exception as exc:  # the tool file failed to import
-            return ToolResult(status="error", message=f"tool {tool} could not be loaded: {exc}",
-                              error=f"{type(exc).__name__}: {exc}")
+        except ToolLoadError as exc:
+            return ToolResult(status="error", message=UNAVAILABLE_MESSAGE, error=f"tool {tool} could not be loaded: {exc}")
         try:
             kwargs = _fit_arguments(fn, args)
         except TypeError as exc:
             return ToolResult(status="error", message=str(exc), error=str(exc))
-        stdout = _capturing_stdout()
-        out = io.StringIO()
-        outcome: dict[str, Any] = {}
-
-        def run() -> None:
-            stdout.local.buffer = out
-            try:
-                outcome["value"] = fn(**kwargs)
-            except BaseException as exc:  # noqa: BLE001 - reported as the tool's error, whatever it is
-                outcome["error"] = exc
-            finally:
-                stdout.local.buffer = None
-
-        worker = threading.Thread(target=run, name=f"tool {tool}", daemon=True)
-        worker.start()
-        worker.join(self.timeout)
-        printed = out.getvalue().strip()
-        if worker.is_alive():
-            msg = f"{tool} did not finish within {self.timeout:g} seconds"
-            return ToolResult(status="error", message="\n".join(x for x in (printed, msg) if x), error=msg)
-        if "error" in outcome:
-            exc = outcome["error"]
-            msg = f"{tool} failed: {type(exc).__name__}: {exc}"
-            return ToolResult(status="error", message="\n".join(x for x in (printed, msg) if x),
-                              error=f"{type(exc).__name__}: {exc}")
-        result = normalise_return(outcome.get("value"))
+        done, value, printed = _call_capturing(fn, kwargs, f"tool {tool}", self.timeout)
+        if not done:
+            return ToolResult(status="error", message=_joined(printed, TOO_SLOW_MESSAGE),
+                              error=f"{tool} did not finish within {self.timeout:g} seconds")
+        if isinstance(value, _Raised):
+            return ToolResult(status="error", message=_joined(printed, UNAVAILABLE_MESSAGE),
+                              error=f"{tool} failed: {_describe(value.exc)}")
+        result = normalise_return(value)
         if printed:
-            result.message = "\n".join(x for x in (printed, result.message) if x)
+            result.message = _joined(printed, result.message)
         return result
+
+
+class ToolLoadError(Exception):
+    """A tool file could not be imported (it raised, exited or hung) or lacks the function."""
+
+
+@dataclass
+class _Raised:
+    exc: BaseException
+
+
+def _exec_module(name: str, module: Any, loader: Any) -> None:
+    sys.modules[name] = module
+    loader.exec_module(module)
+
+
+def _run_limited(work: Callable[[], Any], label: str, timeout: float) -> tuple[bool, Any]:
+    """(finished, value or _Raised) of `work` run in a daemon thread for at most `timeout` seconds."""
+    done, value, _ = _call_capturing(work, {}, label, timeout, keep_output=False)
+    return done, value
+
+
+def _call_capturing(fn: Callable[..., Any], kwargs: dict[str, Any], label: str, timeout: float,
+                    keep_output: bool = True) -> tuple[bool, Any, str]:
+    """Call `fn(**kwargs)` in a daemon thread with its printed output captured.
+
+    Returns (finished, return value or _Raised, printed text). Anything the function raises is
+    caught, SystemExit too; KeyboardInterrupt only ever reaches the main thread.
+    """
+    stdout = _capturing_stdout()
+    out = io.StringIO()
+    outcome: list[Any] = []
+
+    def run() -> None:
+        stdout.local.buffer = out
+        try:
+            outcome.append(fn(**kwargs))
+        except BaseException as exc:  # noqa: BLE001 - reported as the tool's error, whatever it is
+            outcome.append(_Raised(exc))
+        finally:
+            stdout.local.buffer = None
+
+    worker = threading.Thread(target=run, name=label, daemon=True)
+    worker.start()
+    worker.join(timeout)
+    printed = text_of(out.getvalue()).strip() if keep_output else ""
+    if worker.is_alive() or not outcome:
+        return False, None, printed
+    return True, outcome[0], printed
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, SystemExit):
+        return f"SystemExit (it called sys.exit({exc.code!r}))"
+    return f"{type(exc).__name__}: {text_of(exc)}"
+
+
+def _joined(*parts: str) -> str:
+    return "\n".join(p for p in parts if p)
 
 
 def _fit_arguments(fn: Callable[..., Any], args: dict[str, Any]) -> dict[str, Any]:
     """Keep the arguments the function accepts; report missing required ones clearly."""
-    sig = inspect.signature(fn)
+    try:
+        sig = inspect.signature(fn)
+    except ValueError:  # a builtin without a readable signature: pass everything
+        return dict(args)
     accepts_kwargs = any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())
     kwargs = {k: v for k, v in args.items() if accepts_kwargs or k in sig.parameters}
     missing = [

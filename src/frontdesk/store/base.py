@@ -76,6 +76,11 @@ def program_of(state: dict | None) -> str:
 
 def _encode(session_id: str, what: str, value: dict) -> str:
     try:
-        return json.dumps(value, ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError) as exc:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError, RecursionError) as exc:
         raise StoreError(f"session {session_id!r}: {what} is not JSON-serialisable: {exc}") from exc
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # lone surrogates: keep them as \u escapes, which any store can hold
+        text = json.dumps(value, ensure_ascii=True, allow_nan=False)
+    return text

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 from frontdesk.analysis import AnalysisCodes, analyze_program
@@ -11,6 +13,7 @@ from frontdesk.ir.models import Program
 from . import codes
 from .config import CONFIG_NAMES, find_config, load_settings
 from .frontend import AdlLowering
+from .source import read_yaml_text
 from .tools import ToolCatalog, default_tool_files, discover_tools
 from .yamlnodes import YMap, YScalar, YSeq, compose_yaml, kind_name
 
@@ -42,10 +45,12 @@ def load_adl(path: str | Path) -> tuple[Program | None, list[Diagnostic]]:
 
 def locate_program(path: Path, bag: DiagnosticBag) -> tuple[Path, str] | None:
     """The program file and the name diagnostics show for it (the path as the user gave it)."""
-    if path.is_dir():
+    mode = _file_mode(path)
+    if mode is not None and stat.S_ISDIR(mode):
         for name in ("agents.yml", "agents.yaml"):
-            if (path / name).is_file():
-                return path / name, str(path / name)
+            candidate = path / name
+            if _file_mode(candidate) is not None:  # read (or refused with a reason) even if not a regular file
+                return candidate, str(candidate)
         try:
             candidates = sorted(p for p in path.iterdir() if p.suffix in ADL_SUFFIXES and p.name not in CONFIG_NAMES)
         except OSError:
@@ -56,22 +61,20 @@ def locate_program(path: Path, bag: DiagnosticBag) -> tuple[Path, str] | None:
         bag.error(codes.READ_ERROR, f"cannot tell which file in this folder is the program ({found})", Span(file=str(path)),
                   hint="name the program agents.yml or pass the .yml file itself")
         return None
-    if not path.exists():
-        bag.error(codes.READ_ERROR, "program file not found", Span(file=str(path)), hint="check the path")
+    return path, str(path)  # reading it reports a missing file, a device, a name too long...
+
+
+def _file_mode(path: Path) -> int | None:
+    """The file's stat mode, or None when it cannot be stat'ed (missing, name too long, no permission)."""
+    try:
+        return os.stat(path).st_mode
+    except (OSError, ValueError):
         return None
-    return path, str(path)
 
 
 def _load_file(file_path: Path, shown: str, bag: DiagnosticBag) -> Program | None:
-    try:
-        text = file_path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError as exc:
-        bag.error(codes.READ_ERROR, f"the program is not UTF-8 text ({exc.reason})", Span(file=shown),
-                  hint="save the file as UTF-8")
-        return None
-    except OSError as exc:
-        bag.error(codes.READ_ERROR, f"cannot read the program: {exc.strerror or exc}", Span(file=shown),
-                  hint="check the path and the file permissions")
+    text = read_yaml_text(file_path, shown, bag)
+    if text is None:
         return None
     document = compose_yaml(text, shown, bag)
     if document is None and bag.has_errors:
@@ -130,7 +133,8 @@ def _tool_entry(item, root: Path, shown_folder: Path, bag: DiagnosticBag):
         bag.error(codes.TOOL_FILE, f"tool file '{written}' is not a .py file", item.span, hint="list Python files, e.g. - tools.py")
         return None
     path = root / written
-    if not path.is_file():
+    mode = _file_mode(path)
+    if mode is None or stat.S_ISDIR(mode):
         bag.error(codes.TOOL_FILE, f"tool file '{written}' was not found", item.span,
                   hint=f"paths are relative to the program folder {root}")
         return None

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 from frontdesk.diagnostics import DiagnosticBag, did_you_mean
 from frontdesk.ir.models import ProgramSettings, ThresholdSettings
 
+from .source import read_yaml_text
 from .yamlnodes import YMap, YScalar, compose_yaml, kind_name, to_python
 
-from .codes import CONFIG_IGNORED, READ_ERROR, WRONG_TYPE
+from .codes import CONFIG_IGNORED, WRONG_TYPE
 
 CONFIG_NAMES = ("config.yml", "config.yaml")
 _INT_KEYS = ("max_consecutive_fallbacks", "history_window")
@@ -20,20 +23,22 @@ _MICA_ONLY_KEYS = ("unsafe_mode",)
 
 
 def find_config(folder: Path) -> Path | None:
+    """The settings file beside a program; anything but a folder by that name counts (and is checked when read)."""
     for name in CONFIG_NAMES:
         candidate = folder / name
-        if candidate.is_file():
-            return candidate
+        try:
+            if not stat.S_ISDIR(os.stat(candidate).st_mode):
+                return candidate
+        except (OSError, ValueError):
+            continue
     return None
 
 
 def load_settings(path: Path, shown: str, bag: DiagnosticBag) -> ProgramSettings:
     """Read a config file; problems are reported and the defaults kept."""
     settings = ProgramSettings()
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
-        bag.error(READ_ERROR, f"cannot read settings file: {exc}", None, hint="check the file permissions and encoding")
+    text = read_yaml_text(path, shown, bag, what="the settings file")
+    if text is None:
         return settings
     root = compose_yaml(text, shown, bag)
     if root is None:

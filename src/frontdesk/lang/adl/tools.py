@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from frontdesk.diagnostics import DiagnosticBag, Span
+from frontdesk.diagnostics import DiagnosticBag, SourceReadError, Span, read_source_bytes
 from frontdesk.ir.models import ToolDef, ToolParam
 
 from .codes import TOOL_CLASH, TOOL_FILE, TOOL_SYNTAX
@@ -85,10 +85,13 @@ def _relative(path: Path, root: Path) -> str:
 
 def _read_tool_file(path: Path, shown: str, relative: str, entry_span: Span | None, bag: DiagnosticBag):
     try:
-        source = path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
-        bag.error(TOOL_FILE, f"cannot read tool file {shown}: {exc}", entry_span or Span(file=shown),
-                  hint="save the tool file as UTF-8 text")
+        source = read_source_bytes(path).decode("utf-8-sig")
+    except SourceReadError as exc:
+        bag.error(TOOL_FILE, f"cannot read tool file {shown}: {exc}", entry_span or Span(file=shown), hint=exc.hint)
+        return []
+    except UnicodeDecodeError as exc:
+        bag.error(TOOL_FILE, f"tool file {shown} is not UTF-8 text ({exc.reason} at byte {exc.start})",
+                  entry_span or Span(file=shown), hint="save the tool file as UTF-8 text")
         return []
     try:
         tree = ast.parse(source, filename=shown)
