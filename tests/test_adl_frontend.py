@@ -962,3 +962,44 @@ def test_ensemble_cannot_contain_itself(tmp_path):
           type: ensemble agent
           contains: [main]
     """)
+
+
+def test_ensemble_bindings_name_llm_args_written_in_words_by_their_underscore_form(tmp_path):
+    program = load_ok(tmp_path, """
+        main:
+          type: ensemble agent
+          args: [claim_number]
+          contains:
+            - claims:
+                args:
+                  claim_number: ref claim_number
+        claims:
+          type: llm agent
+          description: Collects a claim.
+          prompt: Ask for the claim number.
+          args:
+            - claim number
+    """)
+    member = program.agents["main"].members[0]
+    assert [(b.member_arg, b.router_arg, b.two_way) for b in member.bindings] == [("claim number", "claim_number", True)]
+
+
+def test_flow_call_args_to_an_llm_agent_may_use_the_underscore_form(tmp_path):
+    program = load_ok(tmp_path, """
+        main:
+          type: flow agent
+          steps:
+            - call: claims
+              args:
+                claim_number: "C-1"
+                date of incident: "today"
+        claims:
+          type: llm agent
+          description: Collects a claim.
+          prompt: Ask for the claim number.
+          args:
+            - claim number
+            - date of incident
+    """)
+    call = graph_of(program).nodes["steps.0"]
+    assert [a.name for a in call.args] == ["claim number", "date of incident"]

@@ -39,6 +39,8 @@ DUPLICATE_ARG = "ADL036"
 STATUS_ALIAS = "ADL037"
 POLICY_TYPO = "ADL038"
 EMPTY_KB = "ADL039"
+UNREFERENCEABLE_ARG = "ADL044"
+IGNORED_TRIES = "ADL045"
 # Language-independent checks (frontdesk.analysis) report with these codes for ADL programs.
 UNREACHABLE_STEP = "ADL040"
 RECURSION = "ADL041"

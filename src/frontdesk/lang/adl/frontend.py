@@ -23,7 +23,7 @@ from frontdesk.ir.models import (
 )
 
 from . import codes
-from .scope import AgentFacts, ProgramScope, collect_called_names, is_name
+from .scope import AgentFacts, ProgramScope, collect_called_names, is_name, is_phrase_name, reference_form
 from .steps import StepLowering, begin_block_names, inner_span, name_value_pairs, strip_fullwidth_marker
 from .tools import ToolCatalog
 from .yamlnodes import YMap, YNode, YScalar, YSeq, kind_name
@@ -223,7 +223,7 @@ class AdlLowering:
         return {
             "name": name,
             "description": self.description(name, key, node),
-            "args": self.args(node.get("args")),
+            "args": self.args(node.get("args"), name, kind),
             "fallback": self.policy(node.get("fallback"), "fallback"),
             "exit": self.policy(node.get("exit"), "exit"),
             "span": key.span,
@@ -247,7 +247,7 @@ class AdlLowering:
                        hint="quote text that contains ': ' or start a block with |")
         return None
 
-    def args(self, node: YNode | None) -> list[ArgDef]:
+    def args(self, node: YNode | None, agent: str, kind: str) -> list[ArgDef]:
         if node is None or (isinstance(node, YScalar) and node.plain and node.value is None):
             return []
         if not isinstance(node, YSeq):
@@ -256,7 +256,7 @@ class AdlLowering:
             return []
         result: list[ArgDef] = []
         for item in node.items:
-            arg = self.arg(item)
+            arg = self.arg(item, kind)
             if arg is None:
                 continue
             if any(a.name == arg.name for a in result):
@@ -264,9 +264,35 @@ class AdlLowering:
                                hint="remove the duplicate line")
                 continue
             result.append(arg)
+        self.check_phrase_args(agent, result)
         return result
 
-    def arg(self, item: YNode) -> ArgDef | None:
+    def check_phrase_args(self, agent: str, args: list[ArgDef]) -> None:
+        """Warn about llm-agent arguments written in words that `${...}` and expressions cannot name.
+
+        "claim number" is referenced as claim_number; that fails when the reference form is not a
+        name ("2nd address" -> 2nd_address) or when another argument has, or is referenced by, the
+        same form.
+        """
+        for arg in args:
+            if is_name(arg.name):
+                continue
+            form = reference_form(arg.name)
+            rivals = [other.name for other in args if other is not arg
+                      and (other.name == form or (not is_name(other.name) and reference_form(other.name) == form))]
+            if is_name(form) and not rivals:
+                continue
+            if rivals:
+                why = f"'{form}' would also name {', '.join(repr(r) for r in rivals)}"
+                hint = "to reference it, rename one of them so their words joined by '_' differ"
+            else:
+                why = "its words joined by '_' do not make a name usable in ${...} or conditions"
+                hint = "to reference it, start it with a letter (e.g. 'claim number' is referenced as claim_number)"
+            self.bag.warning(codes.UNREFERENCEABLE_ARG,
+                             f"argument '{arg.name}' of '{agent}' can only be filled by the model, not referenced: {why}",
+                             arg.span, hint=hint)
+
+    def arg(self, item: YNode, kind: str) -> ArgDef | None:
         description = ""
         if isinstance(item, YMap) and len(item.pairs) == 1:
             name_node, value = item.pairs[0]
@@ -279,9 +305,16 @@ class AdlLowering:
                            item.span, hint="write - name or - name: what it holds")
             return None
         name = name_node.text.strip()
+        if kind == "reasoning" and is_phrase_name(name):
+            # An llm agent's arguments are things to collect, described in words ("claim number"):
+            # the model fills them by name, and references use their reference form (claim_number).
+            return ArgDef(name=name, description=description, span=item.span)
         if not is_name(name):
-            self.bag.error(codes.INVALID_NAME, f"'{name}' is not a valid argument name", name_node.span,
-                           hint="use letters, digits and '_'")
+            form = reference_form(name)
+            hint = f"write '{form}'" if is_name(form) and form != name else "use letters, digits and '_'"
+            if kind in ("flow", "router"):
+                hint += " (flow and ensemble arguments are referenced by name; only llm agents' arguments may be written in words)"
+            self.bag.error(codes.INVALID_NAME, f"'{name}' is not a valid argument name", name_node.span, hint=hint)
             return None
         return ArgDef(name=name, description=description, span=item.span)
 
@@ -520,14 +553,17 @@ class AdlLowering:
         router_arg = words[-1] if two_way or len(words) == 1 else value.text.strip()
         ok = True
         router_span = inner_span(value, value.text.find(router_arg) + 1)
+        resolved = []
         for owner, arg, span in ((member, key.text.strip(), key.span), (router, router_arg, router_span)):
-            if arg not in self.scope.args_of(owner):
+            written = self.scope.written_arg(owner, arg)
+            resolved.append(written)
+            if written is None:
                 ok = False
                 args = self.scope.args_of(owner)
                 guess = did_you_mean(arg, args)
                 hint = f"did you mean '{guess}'?" if guess else f"add '{arg}' to the args: of '{owner}'"
                 self.bag.error(codes.UNDEFINED_ARGUMENT, f"'{arg}' is not an argument of agent '{owner}'", span, hint)
-        return ArgBinding(member_arg=key.text.strip(), router_arg=router_arg, two_way=two_way) if ok else None
+        return ArgBinding(member_arg=resolved[0], router_arg=resolved[1], two_way=two_way) if ok else None
 
 
 def resolve_source_path(location: str, root: Path) -> str | None:

@@ -22,6 +22,16 @@ def is_name(text: str) -> bool:
     return bool(NAME_PATTERN.match(text))
 
 
+def is_phrase_name(text: str) -> bool:
+    """An llm agent's argument written in words ("claim number", "User ID"): one line with a letter or digit."""
+    return bool(text) and text == text.strip() and text.isprintable() and any(c.isalnum() for c in text)
+
+
+def reference_form(name: str) -> str:
+    """How `${...}` and expressions name an argument: runs of other characters become '_' ("User ID" -> User_ID)."""
+    return re.sub(r"\W+", "_", name).strip("_")
+
+
 def edit_distance(a: str, b: str) -> int:
     """Levenshtein distance with adjacent swaps counted as one edit."""
     previous2: list[int] = []
@@ -80,6 +90,15 @@ class ProgramScope:
         facts = self.agents.get(agent)
         return facts.args if facts else []
 
+    def written_arg(self, agent: str, name: str) -> str | None:
+        """The argument of `agent` that `name` refers to: itself, or an argument written in words
+        whose reference form `name` is (only when no other argument claims that form)."""
+        args = self.args_of(agent)
+        if name in args:
+            return name
+        matches = [arg for arg in args if not is_name(arg) and reference_form(arg) == name]
+        return matches[0] if len(matches) == 1 else None
+
     def is_scope(self, name: str, agent: str) -> bool:
         return self.is_agent(name) or self.is_tool(name) or name in self.subflows(agent)
 
@@ -123,19 +142,30 @@ class ProgramScope:
             return None
         first, second = match.groups()
         if second is None:
-            return Ref(scope=agent, name=first) if first in self.args_of(agent) else None
+            return Ref(scope=agent, name=first) if self.written_arg(agent, first) is not None else None
         return Ref(scope=first, name=second) if self.is_scope(first, agent) else None
 
     def check_ref(self, ref: Ref, agent: str, span: Span | None) -> None:
-        """Report a Ref naming an undefined argument or an unknown agent/tool."""
+        """Report a Ref naming an undefined argument or an unknown agent/tool.
+
+        A reference to an argument written in words by its reference form (`claim_number` for
+        "claim number") is rewritten in place to the argument's written name, which is what the
+        runtime stores values under.
+        """
         if ref.scope == agent or ref.scope in self.subflows(agent):
-            self._check_arg(agent, ref.name, span, own=True, shown_scope=ref.scope)
+            owner = agent
         elif self.is_agent(ref.scope):
-            self._check_arg(ref.scope, ref.name, span, own=False, shown_scope=ref.scope)
+            owner = ref.scope
         elif self.is_tool(ref.scope):
             return
         else:
             self._report_unknown_scope(ref, agent, span)
+            return
+        written = self.written_arg(owner, ref.name)
+        if written is not None:
+            ref.name = written
+        else:
+            self._check_arg(owner, ref.name, span, own=owner == agent, shown_scope=ref.scope)
 
     def _check_arg(self, owner: str, name: str, span: Span | None, own: bool, shown_scope: str) -> None:
         args = self.args_of(owner)
@@ -143,15 +173,21 @@ class ProgramScope:
             return
         if self.agents[owner].kind is None:  # an agent we could not read: don't pile on
             return
-        guess = did_you_mean(name, args)
+        where = "this agent" if own else f"agent '{owner}'"
+        shown = name if own and shown_scope == owner else f"{shown_scope}.{name}"
+        same_form = [arg for arg in args if not is_name(arg) and reference_form(arg) == name]
+        if len(same_form) > 1:
+            self.bag.error(codes.UNDEFINED_ARGUMENT, f"'{shown}' could name any of the arguments "
+                           f"{', '.join(repr(a) for a in same_form)} of {where}", span,
+                           hint="rename them in args: so that their words joined by '_' differ")
+            return
+        guess = did_you_mean(name, [a if is_name(a) else reference_form(a) for a in args])
         if guess:
             hint = f"did you mean '{guess}'?"
         else:
             hint = f"add '{name}' to the args: of agent '{owner}'"
             if args:
                 hint += f" (its args are: {', '.join(args)})"
-        where = "this agent" if own else f"agent '{owner}'"
-        shown = name if own and shown_scope == owner else f"{shown_scope}.{name}"
         self.bag.error(codes.UNDEFINED_ARGUMENT, f"'{shown}' is not an argument of {where}", span, hint)
 
     def _report_unknown_scope(self, ref: Ref, agent: str, span: Span | None) -> None:

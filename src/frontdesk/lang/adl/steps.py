@@ -346,7 +346,9 @@ class StepLowering:
         for key in item.key_names():
             if key == keyword:
                 continue
-            if key in STEP_KEYWORDS and key not in allowed:
+            if key == "tries" and keyword != "next":
+                self.misplaced_tries(item.keys[key], keyword)
+            elif key in STEP_KEYWORDS and key not in allowed:
                 self.bag.error(codes.UNKNOWN_KEY, f"'{key}' is a separate step; this step already is '{keyword}'", item.keys[key].span,
                                hint=f"put it in its own list item: - {key}: ...")
             elif key not in allowed:
@@ -377,6 +379,20 @@ class StepLowering:
             hint = f"did you mean '{guess}'?" if guess else "steps are: " + ", ".join(STEP_KEYWORDS)
             self.bag.error(codes.UNKNOWN_KEY, f"unknown step '{text}'", item.span, hint)
         return None
+
+    def misplaced_tries(self, key: YScalar, keyword: str) -> None:
+        """`tries:` under a step other than `next:`. Under `call:` (MICA programs write it there) it is
+        warned about and ignored; elsewhere it is an unknown key. Both hints say what to write instead."""
+        meaning = f"'tries' has no effect on a '{keyword}' step: it limits how many times a 'next:' jump is taken"
+        if keyword == "call":
+            self.bag.warning(codes.IGNORED_TRIES, meaning + "; the call runs once each time the flow reaches it",
+                             key.span, hint="to retry the call, put - label: try_again before it and, where it failed, "
+                                            "- next: try_again with tries: 3 under it")
+        else:
+            self.bag.error(codes.UNKNOWN_KEY, f"'tries' is not a key of a '{keyword}' step: it limits how many times "
+                                            "a 'next:' jump is taken",
+                           key.span, hint=f"to repeat it, put - label: again before it and - next: again with "
+                                          f"tries: 3 after it; valid keys here: {', '.join((keyword,) + EXTRA_KEYS.get(keyword, ()))}")
 
     def unknown_key(self, key: YScalar, where: str, valid: tuple[str, ...], extra: str = "") -> None:
         guess = did_you_mean(key.text, valid)
@@ -498,7 +514,9 @@ class StepLowering:
                 self.scope.check_ref(Ref(scope=self.agent, name=arg.name), self.agent, key.span)
         elif kind == "agent":
             for arg, key in args:
-                self.scope.check_ref(Ref(scope=name, name=arg.name), self.agent, key.span)
+                ref = Ref(scope=name, name=arg.name)
+                self.scope.check_ref(ref, self.agent, key.span)
+                arg.name = ref.name  # claim_number passes the callee's "claim number"
         elif name in self.scope.catalog.tools:
             self.check_tool_args(name, args, span)
 
