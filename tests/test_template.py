@@ -11,6 +11,7 @@ from frontdesk.expr import (
     render_template,
     template_refs,
 )
+from frontdesk.expr.template import display_value
 from frontdesk.ir.models import Ref, RefPart, Template, TextPart
 
 AGENT = "greeting"
@@ -97,8 +98,63 @@ def test_render_template():
     assert render_template(template, lambda ref: values[(ref.scope, ref.name)]) == "Why not try In-N-Out: burgers (12 seats)"
 
 
-def test_render_missing_value_is_empty():
-    assert render_template(parse_template("[${x}]", AGENT), lambda ref: None) == "[]"
+def test_render_shows_unset_values_as_a_placeholder_not_as_nothing():
+    template = parse_template("I'll text your phone ${phone}. Shall I place it?", AGENT)
+    assert render_template(template, lambda ref: None) == "I'll text your phone (none). Shall I place it?"
+    books = parse_template("You have selected these books so far: ${books}.", AGENT)
+    for unset in (None, [], "", "   ", [None, ""], {}):
+        assert render_template(books, lambda ref, v=unset: v) == "You have selected these books so far: (none)."
+    assert render_template(books, lambda ref: None, missing_text="nothing yet") == \
+        "You have selected these books so far: nothing yet."
+
+
+def test_render_reports_each_unset_reference_to_the_caller():
+    template = parse_template("${name} ordered ${books} (${count}) for ${shop.city}", AGENT)
+    values = {"name": "Ada", "books": [], "count": 0, "city": None}
+    missing: list[Ref] = []
+    text = render_template(template, lambda ref: values[ref.name], on_missing=missing.append)
+    assert text == "Ada ordered (none) (0) for (none)"
+    assert missing == [Ref(scope=AGENT, name="books"), Ref(scope="shop", name="city")]
+
+
+def test_render_lists_as_a_person_writes_them():
+    template = parse_template("Books: ${books}.", AGENT)
+    cases = {
+        ("Dune",): "Books: Dune.",
+        ("Dune", "Emma"): "Books: Dune and Emma.",
+        ("Dune", "Emma", "Ulysses"): "Books: Dune, Emma and Ulysses.",
+        ("Dune", None, "Emma"): "Books: Dune and Emma.",
+    }
+    for books, text in cases.items():
+        assert render_template(template, lambda ref, b=list(books): b) == text
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (None, "(none)"),
+        ("", "(none)"),
+        ([], "(none)"),
+        (0, "0"),
+        (False, "False"),
+        (3.0, "3"),
+        (["a", 1, 2.0, None], "a, 1 and 2"),
+        ({"name": "Golden Dragon", "price": 35.0, "note": None}, "name: Golden Dragon, price: 35, note: (none)"),
+        ([{"title": "Dune", "price": 9}, {"title": "Emma", "price": 7}], "title: Dune, price: 9; title: Emma, price: 7"),
+        ({"b", "a"}, "a and b"),
+    ],
+)
+def test_display_value(value, text):
+    assert display_value(value) == text
+
+
+def test_display_value_survives_cycles():
+    data: list = []
+    data.append(data)
+    assert display_value(data) in ("(none)", "...")  # no RecursionError
+    other: list = [1]
+    other.append(other)
+    assert display_value(other).startswith("1 and 1")
 
 
 @pytest.mark.parametrize(

@@ -8,6 +8,8 @@ from typing import Any, Callable
 from frontdesk.ir.models import Ref, RefPart, Template, TextPart
 
 _MAX_RENDER_DEPTH = 32
+# What a bot message shows where a referenced value is unset.
+MISSING_TEXT = "(none)"
 _NAME_HINT = "write ${name} or ${agent.name}"
 
 
@@ -68,19 +70,83 @@ def template_refs(template: Template) -> list[Ref]:
     return [part.ref for part in template.parts if isinstance(part, RefPart)]
 
 
-def render_template(template: Template, lookup: Callable[[Ref], Any]) -> str:
-    """Fill every hole with `format_value(lookup(ref))`."""
+def render_template(
+    template: Template,
+    lookup: Callable[[Ref], Any],
+    on_missing: Callable[[Ref], None] | None = None,
+    missing_text: str = MISSING_TEXT,
+) -> str:
+    """Fill every hole with `display_value(lookup(ref))`.
+
+    A hole whose value is unset (None, empty or blank text, an empty list or mapping) shows
+    `missing_text` instead of vanishing ("phone (none)." rather than "phone ."), and
+    `on_missing(ref)` is called for it, once per such hole, so the caller can log a warning.
+    """
     out: list[str] = []
     for part in template.parts:
         if isinstance(part, TextPart):
             out.append(part.text)
+            continue
+        value = lookup(part.ref)
+        if is_unset(value):
+            if on_missing is not None:
+                on_missing(part.ref)
+            out.append(missing_text)
         else:
-            out.append(format_value(lookup(part.ref)))
+            out.append(display_value(value, missing_text))
     return "".join(out)
 
 
+def is_unset(value: Any, _depth: int = 0) -> bool:
+    """True for what a person would call "no value": None, blank text, an empty list or mapping,
+    a list of nothing but such values."""
+    if value is None:
+        return True
+    if isinstance(value, str):
+        return not value.strip()
+    if isinstance(value, dict):
+        return not value
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return _depth < _MAX_RENDER_DEPTH and all(is_unset(item, _depth + 1) for item in value)
+    return False
+
+
+def display_value(value: Any, missing_text: str = MISSING_TEXT) -> str:
+    """Render a value in a bot message: lists as "A, B and C" (unset items left out), mappings as
+    "key: value, ...", numbers as `format_value` does, an unset value as `missing_text`."""
+    return _display(value, missing_text, 0)
+
+
+def _display(value: Any, missing_text: str, depth: int) -> str:
+    if is_unset(value):
+        return missing_text
+    if depth >= _MAX_RENDER_DEPTH:
+        return "..."
+    if isinstance(value, dict):
+        return ", ".join(f"{_display(k, missing_text, depth + 1)}: {_display(v, missing_text, depth + 1)}"
+                         for k, v in value.items())
+    if isinstance(value, (list, tuple, set, frozenset)):
+        items = [item for item in value if not is_unset(item)]
+        texts = [_display(item, missing_text, depth + 1) for item in items]
+        if isinstance(value, (set, frozenset)):
+            texts.sort()
+        return _join_for_people(texts)
+    return format_value(value)
+
+
+def _join_for_people(texts: list[str]) -> str:
+    """["A"] -> "A"; ["A", "B"] -> "A and B"; ["A", "B", "C"] -> "A, B and C"; items that hold commas
+    themselves (mappings) are separated by "; " so they stay apart."""
+    if len(texts) <= 1:
+        return "".join(texts)
+    if any(", " in text for text in texts):
+        return "; ".join(texts)
+    return ", ".join(texts[:-1]) + " and " + texts[-1]
+
+
 def format_value(value: Any) -> str:
-    """Render a value for a human: None as "", 3.0 as "3", lists and dicts as comma-separated text."""
+    """A value as plain text for expressions (`str()`, `in`, `re.match`): None as "", 3.0 as "3", lists and
+    dicts as comma-separated text. Bot messages use `display_value`."""
     return _format(value, 0)
 
 
