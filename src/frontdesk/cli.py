@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import sys
@@ -13,16 +14,37 @@ import typer
 import yaml
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from frontdesk.diagnostics import Diagnostic, Severity, format_all
+from frontdesk.store.base import StoreError
 
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     help="Frontdesk: check, compile, run and trace declarative chatbot programs (ADL).",
 )
+# Data (user lines, bot replies, paths, ids, error texts) is always printed as Text, never read as
+# Rich markup: a `[/x]` in it would crash the printing and a `[link=…]` would be applied.
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def styled(*parts: str | tuple[str, str]) -> Text:
+    """Text from plain strings and (text, style) pairs; nothing in them is read as markup."""
+    return Text.assemble(*parts)
+
+
+def _error(message: str, label: str = "error:") -> None:
+    err.print(styled((label, "red"), " ", message))
+
+
+def _note(message: str, label: str = "note:") -> None:
+    err.print(styled((label, "yellow"), " ", message))
+
+
+def _dim(message: str) -> None:
+    err.print(Text(message, style="dim"))
 
 STORE_ENV = "FRONTDESK_STORE"
 
@@ -36,18 +58,30 @@ def _default_store() -> str:
 def _print_diagnostics(diags: list[Diagnostic], show_info: bool = False) -> None:
     shown = [d for d in diags if show_info or d.severity is not Severity.INFO]
     if shown:
-        err.print(format_all(shown), markup=False)
+        err.print(Text(format_all(shown)))
+
+
+def _load_program(program_path: str):
+    """`load_program`, with a path the OS refuses outright (e.g. a name over 255 bytes) as a diagnostic."""
+    from frontdesk.diagnostics import Span
+    from frontdesk.lang import load_program
+
+    try:
+        return load_program(program_path)
+    except (OSError, ValueError) as exc:
+        reason = "the file name is too long" if getattr(exc, "errno", None) == errno.ENAMETOOLONG \
+            else (getattr(exc, "strerror", None) or str(exc))
+        return None, [Diagnostic("FD001", f"cannot read the program: {reason}", Span(file=program_path),
+                                 Severity.ERROR, hint="check the path")]
 
 
 def _load(program_path: str, quiet_warnings: bool = False):
-    from frontdesk.lang import load_program
-
-    program, diags = load_program(program_path)
+    program, diags = _load_program(program_path)
     errors = [d for d in diags if d.is_error]
     if errors or program is None:
         _print_diagnostics(diags)
         n = len(errors)
-        err.print(f"[red]{program_path}: {n} error{'s' if n != 1 else ''}; fix them and run again.[/red]")
+        err.print(Text(f"{program_path}: {n} error{'s' if n != 1 else ''}; fix them and run again.", style="red"))
         raise typer.Exit(1)
     if not quiet_warnings:
         _print_diagnostics(diags)
@@ -59,8 +93,8 @@ def _open_store(url: str):
 
     try:
         return open_store(url)
-    except ValueError as exc:
-        err.print(f"[red]error:[/red] {exc}")
+    except (ValueError, StoreError) as exc:
+        _error(str(exc))
         raise typer.Exit(2)
 
 
@@ -71,19 +105,17 @@ def check(
     show_info: bool = typer.Option(False, "--info", help="Also show informational notes."),
 ) -> None:
     """Report every problem in a program with file, line, column, code and hint."""
-    from frontdesk.lang import load_program
-
-    prog, diags = load_program(program)
+    prog, diags = _load_program(program)
     errors = sum(1 for d in diags if d.is_error)
     warnings = sum(1 for d in diags if d.severity is Severity.WARNING)
     if output_format == "json":
-        out.print_json(json.dumps([d.to_json() for d in diags]))
+        sys.stdout.write(json.dumps([d.to_json() for d in diags], indent=2, ensure_ascii=False) + "\n")
     else:
         _print_diagnostics(diags, show_info)
         agents = len(prog.agents) if prog else 0
-        style = "red" if errors else "green"
-        err.print(f"[{style}]{program}: {errors} error{'s' if errors != 1 else ''}, "
-                  f"{warnings} warning{'s' if warnings != 1 else ''}, {agents} agents[/{style}]")
+        err.print(Text(f"{program}: {errors} error{'s' if errors != 1 else ''}, "
+                       f"{warnings} warning{'s' if warnings != 1 else ''}, {agents} agents",
+                       style="red" if errors else "green"))
     raise typer.Exit(1 if errors or prog is None else 0)
 
 
@@ -94,10 +126,10 @@ def compile_(
 ) -> None:
     """Print the program's IR as JSON."""
     prog, _ = _load(program, quiet_warnings=True)
-    text = prog.model_dump_json(indent=2)
+    text = without_secrets(prog).model_dump_json(indent=2)
     if output:
         output.write_text(text + "\n", encoding="utf-8")
-        err.print(f"wrote {output}")
+        err.print(Text(f"wrote {output}"))
     else:
         sys.stdout.write(text + "\n")
 
@@ -114,15 +146,44 @@ def schema(output: Optional[Path] = typer.Option(None, "-o", "--output")) -> Non
         sys.stdout.write(text)
 
 
-def _script_inputs(script: Path) -> list[str] | None:
+def without_secrets(prog):
+    """The program with API keys, tokens and URL passwords in its `llm:` settings replaced by ***."""
+    from frontdesk.llm.openai_compat import url_without_credentials
+
+    def clean(value, key: str = ""):
+        if isinstance(value, dict):
+            return {k: clean(v, str(k)) for k, v in value.items()}
+        if isinstance(value, list):
+            return [clean(v, key) for v in value]
+        if isinstance(value, str) and value and any(w in key.lower() for w in _SECRET_WORDS):
+            return "***"
+        if isinstance(value, str) and "://" in value:
+            return url_without_credentials(value)
+        return value
+
+    if not prog.settings.llm:
+        return prog
+    return prog.model_copy(update={"settings": prog.settings.model_copy(update={"llm": clean(prog.settings.llm)})})
+
+
+_SECRET_WORDS = ("key", "secret", "token", "password", "passwd", "credential", "auth")
+
+
+def _load_script(script: Path) -> dict | None:
+    """The conversation file `--script` names, or None for a bare list of LLM answers."""
+    from frontdesk.llm import ScriptError
+    from frontdesk.testing import load_conversation
+
     try:
-        data = yaml.safe_load(script.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        err.print(f"[red]error:[/red] cannot read script {script}: {exc}")
+        return load_conversation(script)
+    except ValueError:
+        return None
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        _error(f"cannot read script {script}: {exc}")
         raise typer.Exit(2)
-    if isinstance(data, dict) and isinstance(data.get("user"), list):
-        return [str(x) for x in data["user"]]
-    return None
+    except ScriptError as exc:
+        _error(str(exc))
+        raise typer.Exit(2)
 
 
 def _choose_models(prog, mode: str, script: Optional[Path], embeddings: Optional[bool]):
@@ -130,17 +191,17 @@ def _choose_models(prog, mode: str, script: Optional[Path], embeddings: Optional
     from frontdesk.llm.choose import ModelChoiceError, choose_models
 
     if mode not in ("auto", "local", "openai", "none"):
-        err.print(f"[red]error:[/red] --llm must be auto, local, openai or none, not {mode!r}")
+        _error(f"--llm must be auto, local, openai or none, not {mode!r}")
         raise typer.Exit(2)
     try:
         with err.status("loading models…", spinner="dots") if mode in ("auto", "local") and script is None \
                 else contextlib.nullcontext():
             models = choose_models(prog, mode, script, embeddings)  # type: ignore[arg-type]
-    except (ScriptError, ModelChoiceError, OSError, yaml.YAMLError, ValueError) as exc:
-        err.print(f"[red]error:[/red] {exc}")
+    except (ScriptError, ModelChoiceError, OSError, UnicodeDecodeError, yaml.YAMLError, ValueError) as exc:
+        _error(str(exc))
         raise typer.Exit(2)
     for note in models.notes:
-        err.print(f"[yellow]note:[/yellow] {note}")
+        _note(note)
     return models
 
 
@@ -184,47 +245,51 @@ def chat(
     """Chat with a program in the terminal (reads lines from stdin when it is not a terminal)."""
     from frontdesk.llm import ScriptError
     from frontdesk.runtime.engine import Engine, SessionNotFound
+    from frontdesk.testing import ConversationRun
 
     prog, _ = _load(program)
+    spec = _load_script(script) if script else None
     models = _choose_models(prog, llm_mode, script, embeddings)
     llm = models.llm
-    session_store = _open_store(store or _default_store())
+    store_name = store or _default_store()
+    session_store = _open_store(store_name)
     engine = Engine(prog, llm, session_store, understanding=models.understanding, embedder=models.embedder,
                     progress=True)
     interactive = sys.stdin.isatty() and script is None
-    inputs = _script_inputs(script) if script else None
+    inputs = list((spec or {}).get("user") or []) if script else None
+    turns = []
 
     def show(result) -> None:
         # Events in order: bot lines on stdout, and with --trace the decisions between them on stderr.
+        turns.append(result)
         for ev in result.events:
             if ev.type == "bot_message":
-                out.print(f"[bold cyan]{ev.agent or 'bot'}>[/bold cyan] {ev.data['text']}", highlight=False)
+                out.print(styled((f"{ev.agent or 'bot'}>", "bold cyan"), " ", str(ev.data.get("text", ""))))
             elif ev.type == "warning" and not trace:
-                err.print(f"[yellow]warning:[/yellow] {ev.agent or ''} {ev.data.get('message', '')}", highlight=False)
+                err.print(styled(("warning:", "yellow"), " ", f"{ev.agent or ''} {ev.data.get('message', '')}"))
             elif trace and ev.type != "user_message":
-                err.print(f"  [dim]· {_event_line(ev.model_dump())}[/dim]", highlight=False)
+                err.print(Text(f"  · {_event_line(ev.model_dump())}", style="dim"))
 
     try:
         if session:
-            if engine.load_state(session) is None:
-                err.print(f"[red]error:[/red] no session {session!r} in {store or _default_store()}")
+            if not _may_continue(engine, session, program, store_name):
                 raise typer.Exit(2)
             session_id = session
         else:
-            result = engine.start(program_label=program)
+            result = engine.start(program_label=_program_label(prog, program))
             session_id = result.session_id
             show(result)
-        err.print(f"[dim]session {session_id} · {models.describe()} · type /quit to leave[/dim]")
+        _dim(f"session {session_id} · {models.describe()} · type /quit to leave")
         lines = iter(inputs) if inputs is not None else None
         while True:
             if lines is not None:
                 text = next(lines, None)
                 if text is None:
                     break
-                out.print(f"[bold]you>[/bold] {text}", highlight=False)
+                out.print(styled(("you>", "bold"), " ", text))
             elif interactive:
                 try:
-                    text = out.input("[bold]you>[/bold] ")
+                    text = out.input(styled(("you>", "bold"), " "))
                 except (EOFError, KeyboardInterrupt):
                     break
             else:
@@ -232,29 +297,94 @@ def chat(
                 if not text:
                     break
                 text = text.rstrip("\n")
-                out.print(f"[bold]you>[/bold] {text}", highlight=False)
+                out.print(styled(("you>", "bold"), " ", text))
             if text.strip() in ("/quit", "/exit"):
                 break
             if not text.strip():
                 continue
             if interactive:
-                with err.status("[dim]…[/dim]", spinner="dots"):
+                with err.status(Text("…", style="dim"), spinner="dots"):
                     result = engine.send(session_id, text)
             else:
                 result = engine.send(session_id, text)
             show(result)
             if result.ended:
-                err.print("[dim](the conversation has ended)[/dim]")
+                _dim("(the conversation has ended)")
                 break
     except ScriptError as exc:
-        err.print(f"[red]script error:[/red] {exc}")
+        _error(str(exc), "script error:")
         raise typer.Exit(1)
     except SessionNotFound as exc:
-        err.print(f"[red]error:[/red] {exc}")
+        _error(str(exc))
         raise typer.Exit(2)
-    if script is not None and llm is not None and llm.remaining():  # type: ignore[union-attr]
-        err.print(f"[yellow]warning:[/yellow] {llm.remaining()} scripted answers were not used")
-    err.print(f"[dim]trace: frontdesk trace {session_id}[/dim]")
+    except StoreError as exc:
+        _error(f"{exc} (nothing of this turn was saved)")
+        raise typer.Exit(2)
+    failed = False
+    if spec and (spec.get("expect") or spec.get("events")):
+        failed = not _report_script_checks(ConversationRun(engine, session_id, turns, llm), spec)  # type: ignore[arg-type]
+    elif script is not None and llm is not None and llm.remaining():  # type: ignore[union-attr]
+        _note(f"{llm.remaining()} scripted answers were not used", "warning:")  # type: ignore[union-attr]
+    _dim(f"trace: frontdesk trace {session_id}")
+    if failed:
+        raise typer.Exit(1)
+
+
+def _program_label(prog, given: str) -> str:
+    """What a session records as its program: the program file's absolute path (the same from any folder)."""
+    if prog.root and prog.sources:
+        return str(Path(prog.root) / prog.sources[0])
+    return given
+
+
+def _may_continue(engine, session_id: str, given: str, store_name: str) -> bool:
+    """Whether `--session` may go on with this program; says why not. A session is only continued by
+    the program that started it (changed or not), never overwritten by another one."""
+    state = engine.load_state(session_id)
+    if state is None:
+        _error(f"no session {session_id!r} in {store_name}")
+        return False
+    if state.program_digest == engine.digest:
+        return True
+    recorded = state.program
+    label = _program_label(engine.program, given)
+    if recorded and _same_file(recorded, label):
+        return True
+    owner = f"program {recorded}" if recorded else "another program"
+    _error(f"session {session_id!r} belongs to {owner}, not {label}; it was left as it is. "
+           f"Continue it with: frontdesk chat {recorded or 'PROGRAM'} --session {session_id}")
+    return False
+
+
+def _same_file(first: str, second: str) -> bool:
+    try:
+        return os.path.samefile(first, second)
+    except (OSError, ValueError):
+        return False
+
+
+def _report_script_checks(run, spec: dict) -> bool:
+    """Check the replay against the file's `expect:` and `events:`; print the result and, for each
+    failure, the events of the turn where it showed. True when every check passed."""
+    from frontdesk.testing import expectation_failures
+
+    failures = expectation_failures(run, spec)
+    checks = len(spec.get("expect") or []) + len(spec.get("events") or [])
+    if not failures:
+        err.print(Text(f"script checks passed ({checks} expectations)", style="green"))
+        return True
+    shown: set[int] = set()
+    events = run.events
+    for failure in failures:
+        err.print(styled(("check failed:", "red"), " ", failure.message))
+        if failure.turn is not None and failure.turn not in shown:
+            shown.add(failure.turn)
+            err.print(Text(f"  events of turn {failure.turn}:", style="dim"))
+            for ev in events:
+                if ev.get("turn") == failure.turn:
+                    err.print(Text(f"    {ev.get('seq')} {_event_line(ev)}"))
+    err.print(Text(f"script checks failed: {len(failures)} of {checks} expectations", style="red"))
+    return False
 
 
 @app.command("trace")
@@ -266,9 +396,13 @@ def trace_(
 ) -> None:
     """Print every event of a session: agents chosen, conditions, tool and LLM calls, messages."""
     session_store = _open_store(store or _default_store())
-    events = session_store.events(session)
+    try:
+        events = session_store.events(session)
+    except StoreError as exc:
+        _error(str(exc))
+        raise typer.Exit(2)
     if not events:
-        err.print(f"[red]error:[/red] no events for session {session!r} in {store or _default_store()}")
+        _error(f"no events for session {session!r} in {store or _default_store()}")
         raise typer.Exit(1)
     if as_json:
         for ev in events:
@@ -285,12 +419,12 @@ def trace_(
             detail = json.dumps(data, ensure_ascii=False, indent=1)
         else:
             detail = _event_line(ev).split(": ", 1)[-1]
-        table.add_row(str(ev["seq"]), str(ev["turn"]), ev.get("agent") or "", ev["type"], detail)
+        table.add_row(*(Text(str(cell)) for cell in (ev["seq"], ev["turn"], ev.get("agent") or "", ev["type"], detail)))
     out.print(table)
     tokens = sum(int((e.get("data") or {}).get("prompt_tokens", 0)) + int((e.get("data") or {}).get("completion_tokens", 0))
                  for e in events if e["type"] == "llm_call")
     calls = sum(1 for e in events if e["type"] == "llm_call")
-    out.print(f"{len(events)} events, {calls} LLM calls, {tokens} tokens")
+    out.print(Text(f"{len(events)} events, {calls} LLM calls, {tokens} tokens"))
 
 
 def _mount_acdl() -> None:
@@ -324,12 +458,16 @@ def verify_command(
         try:
             events = [json.loads(line) for line in trace_path.read_text(encoding="utf-8").splitlines() if line.strip()]
         except (OSError, ValueError) as exc:
-            err.print(f"[red]error:[/red] cannot read trace {trace}: {exc}")
+            _error(f"cannot read trace {trace}: {exc}")
             raise typer.Exit(2)
     else:
-        events = _open_store(store or _default_store()).events(trace)
+        try:
+            events = _open_store(store or _default_store()).events(trace)
+        except StoreError as exc:
+            _error(str(exc))
+            raise typer.Exit(2)
         if not events:
-            err.print(f"[red]error:[/red] {trace} is neither a trace file nor a session in {store or _default_store()}")
+            _error(f"{trace} is neither a trace file nor a session in {store or _default_store()}")
             raise typer.Exit(2)
     results = verify_calls(file_ast, events, name)
     if not results:
@@ -337,10 +475,10 @@ def verify_command(
                   "(calls are matched by their plan name, e.g. Route_triage; use --spec NAME to force one)")
         raise typer.Exit(1)
     for r in results:
-        mark = "[green]ok[/green]" if r.ok else "[red]mismatch[/red]"
-        out.print(f"#{r.seq} {r.plan or '-'} vs {r.spec}: {mark}" + (f" — {r.problem}" if r.problem else ""))
+        mark = ("ok", "green") if r.ok else ("mismatch", "red")
+        out.print(styled(f"#{r.seq} {r.plan or '-'} vs {r.spec}: ", mark, f" — {r.problem}" if r.problem else ""))
     bad = sum(1 for r in results if not r.ok)
-    out.print(f"{len(results)} calls checked, {bad} mismatched")
+    out.print(Text(f"{len(results)} calls checked, {bad} mismatched"))
     raise typer.Exit(1 if bad else 0)
 
 
@@ -355,12 +493,12 @@ def describe(
 
     prog, _ = _load(program, quiet_warnings=True)
     if agent is not None and agent not in prog.agents:
-        err.print(f"[red]error:[/red] no agent {agent!r}; agents: {', '.join(prog.agents)}")
+        _error(f"no agent {agent!r}; agents: {', '.join(prog.agents)}")
         raise typer.Exit(2)
     text = describe_program(prog, agent, label=program)
     if output:
         output.write_text(text, encoding="utf-8")
-        err.print(f"wrote {output}")
+        err.print(Text(f"wrote {output}"))
     else:
         sys.stdout.write(text)
 

@@ -64,18 +64,33 @@ class Diagnostic:
         if self.span and self.span.line and source_text is not None:
             lines = source_text.splitlines()
             if 0 < self.span.line <= len(lines):
-                text = lines[self.span.line - 1]
+                text = _printable(lines[self.span.line - 1])
+                column = max(0, self.span.column - 1)
+                if len(text) > _EXCERPT_WIDTH:  # a window around the column, not a megabyte of one line
+                    start = max(0, min(column - _EXCERPT_WIDTH // 2, len(text) - _EXCERPT_WIDTH))
+                    window = text[start:start + _EXCERPT_WIDTH]
+                    prefix = "…" if start > 0 else ""
+                    text = prefix + window + ("…" if start + _EXCERPT_WIDTH < len(text) else "")
+                    column = column - start + len(prefix)
                 gutter = f"{self.span.line:>4} | "
                 out.append(gutter + text)
                 width = 1
                 if self.span.end_line == self.span.line and self.span.end_column:
-                    width = max(1, self.span.end_column - self.span.column)
-                out.append(" " * (len(gutter) + max(0, self.span.column - 1)) + "^" * width)
+                    width = max(1, min(self.span.end_column - self.span.column, len(text) - column))
+                out.append(" " * (len(gutter) + column) + "^" * width)
         for note in self.notes:
             out.append(f"  = note: {note}")
         if self.hint:
             out.append(f"  = hint: {self.hint}")
         return "\n".join(out)
+
+
+_EXCERPT_WIDTH = 160
+
+
+def _printable(line: str) -> str:
+    """A source line safe to print on a terminal: control characters (but tabs) become U+FFFD."""
+    return "".join(ch if ch == "\t" or (ch >= " " and not "\x7f" <= ch <= "\x9f") else "\ufffd" for ch in line)
 
 
 class DiagnosticBag:

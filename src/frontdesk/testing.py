@@ -7,7 +7,9 @@ fields, that must occur). With `embeddings: true` the local embedding model deci
 and `the user claims` conditions and the script stands in for the local generator, which is
 not asked to classify (`llm_classifies: true` makes it stand in for a remote LLM instead, which
 is asked when the embedding model is unsure). `frontdesk chat PROGRAM --script FILE` replays
-the same file.
+the same file and checks `expect:` and `events:` too.
+
+`user:` lines are kept as written: `- yes` is the text "yes", not a YAML boolean.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 
 import yaml
 
+from frontdesk.llm.base import ScriptError
 from frontdesk.llm.scripted import ScriptedProvider
 from frontdesk.runtime.engine import Engine, TurnResult
 from frontdesk.store.memory import MemorySessionStore
@@ -63,17 +66,76 @@ def run_conversation(program, user: list[str], llm: ScriptedProvider | None, sto
     return run
 
 
+CONVERSATION_KEYS = ("user", "llm", "expect", "events", "embeddings", "llm_classifies")
+
+
 def load_conversation(path: str | Path) -> dict[str, Any]:
-    data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    """A conversation file as a dict, its `user:` lines as the text written.
+
+    ValueError when the file is not a mapping (e.g. a bare list of LLM answers); ScriptError when
+    it has a key this format does not know or a user line that is not text.
+    """
+    path = Path(path)
+    text = path.read_text(encoding="utf-8")
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        data = loader.construct_document(node) if node is not None else {}
+    finally:
+        loader.dispose()
+    data = data or {}
     if not isinstance(data, dict):
         raise ValueError(f"{path}: a conversation file is a mapping with user:, llm: and expect:")
+    unknown = [str(key) for key in data if key not in CONVERSATION_KEYS]
+    if unknown:
+        raise ScriptError(f"{path}: unknown key{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))} "
+                          f"in a conversation file; the known keys are {', '.join(CONVERSATION_KEYS)}")
+    if "user" in data:
+        data["user"] = _user_lines(path, node)
     return data
+
+
+def _user_lines(path: Path, root: yaml.Node) -> list[str]:
+    """The `user:` items as written (plain `yes` stays "yes"), or ScriptError naming a line that is not text."""
+    value = next((v for k, v in root.value if isinstance(k, yaml.ScalarNode) and k.value == "user"), None)
+    if value is None or (isinstance(value, yaml.ScalarNode) and value.tag.endswith(":null")):
+        return []
+    if not isinstance(value, yaml.SequenceNode):
+        raise ScriptError(f"{path}:{value.start_mark.line + 1}: 'user' must be a list of lines")
+    lines = []
+    for item in value.value:
+        if not isinstance(item, yaml.ScalarNode):
+            kind = "mapping" if isinstance(item, yaml.MappingNode) else "list"
+            raise ScriptError(f"{path}:{item.start_mark.line + 1}: this user line is a YAML {kind}, not text; "
+                              "quote it (a ': ' inside plain text starts a mapping)")
+        lines.append(item.value)
+    return lines
+
+
+@dataclass
+class ExpectationFailure:
+    """One way a run differs from its conversation file; `turn` is where it showed, when one can tell."""
+
+    message: str
+    turn: int | None = None
 
 
 def check_expectations(run: ConversationRun, spec: dict[str, Any]) -> list[str]:
     """The ways the run differs from the file's `expect:` and `events:`; empty when it conforms."""
+    return [failure.message for failure in expectation_failures(run, spec)]
+
+
+def expectation_failures(run: ConversationRun, spec: dict[str, Any]) -> list[ExpectationFailure]:
+    """Like `check_expectations`, with the turn each failure belongs to.
+
+    A missing bot text belongs to the turn of the first bot message after the last match; an
+    unexpected event to its turn; a missing event to the turn of the nearest event of its type.
+    """
     problems = []
-    lines = run.bot_lines
+    said = [(t.events[0].turn if t.events else index, m.text)
+            for index, t in enumerate(run.turns) for m in t.messages]
+    lines = [text for _, text in said]
+    last_turn = run.turns[-1].events[0].turn if run.turns and run.turns[-1].events else None
     pos, offset = 0, 0  # expectations match in order: later ones after the end of earlier ones
     for want in spec.get("expect") or []:
         want = str(want)
@@ -83,7 +145,9 @@ def check_expectations(run: ConversationRun, spec: dict[str, Any]) -> list[str]:
                 pos, offset = i, at + len(want)
                 break
         else:
-            problems.append(f"the bot never said {want!r} (after message {pos})")
+            unmatched = pos if pos < len(lines) and offset < len(lines[pos]) else pos + 1
+            turn = said[unmatched][0] if unmatched < len(said) else last_turn
+            problems.append(ExpectationFailure(f"the bot never said {want!r} (after message {pos})", turn))
     events = run.events
     for want in spec.get("events") or []:
         want = dict(want) if isinstance(want, dict) else {"type": str(want)}
@@ -92,11 +156,12 @@ def check_expectations(run: ConversationRun, spec: dict[str, Any]) -> list[str]:
         hits = [e for e in events if e["type"] == type_ and all(
             e.get("agent") == v if k == "agent" else (e.get("data") or {}).get(k) == v for k, v in want.items())]
         if negate and hits:
-            problems.append(f"unexpected event {type_} {want}")
+            problems.append(ExpectationFailure(f"unexpected event {type_} {want}", hits[0].get("turn")))
         if not negate and not hits:
-            problems.append(f"no event {type_} {want}")
+            near = next((e for e in events if e["type"] == type_), None)
+            problems.append(ExpectationFailure(f"no event {type_} {want}", near.get("turn") if near else None))
     if run.llm is not None and run.llm.remaining():
-        problems.append(f"{run.llm.remaining()} scripted LLM answers were not used")
+        problems.append(ExpectationFailure(f"{run.llm.remaining()} scripted LLM answers were not used"))
     return problems
 
 

@@ -51,7 +51,9 @@ class SqliteSessionStore:
             )
             self._connection.execute("PRAGMA journal_mode=WAL")
             self._connection.execute("PRAGMA synchronous=NORMAL")
-            with self._transaction() as db:
+            # A write transaction from the start: upgrading a read transaction to a write one fails at
+            # once ("database is locked") when another process writes, instead of waiting its turn.
+            with self._transaction(write=True) as db:
                 version = db.execute("PRAGMA user_version").fetchone()[0]
                 if version > SCHEMA_VERSION:
                     raise StoreError(
