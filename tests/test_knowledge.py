@@ -236,3 +236,40 @@ def test_answer_request_keeps_the_last_few_history_messages() -> None:
 )
 def test_is_no_answer(reply: str | None, expected: bool) -> None:
     assert is_no_answer(reply) is expected
+
+
+# ---------------------------------------------------------------------------------------------
+# BM25 words: bm25s's English stop words and the Snowball stemmer, the same for passages and questions
+# ---------------------------------------------------------------------------------------------
+
+BOOKSTORE = Path(__file__).resolve().parent.parent / "examples" / "bookstore"
+
+
+def test_question_words_are_stop_words_and_word_forms_share_a_stem() -> None:
+    from frontdesk.runtime.knowledge import _bm25_tokenize
+
+    assert _bm25_tokenize(["How long does shipping usually take?"]) == [["long", "ship", "usual", "take"]]
+    shipped, ships = _bm25_tokenize(["Books are shipped", "Pageturn ships books"])
+    assert "ship" in shipped and "ship" in ships
+    assert "doe" not in _bm25_tokenize(["Why does it fail?"])[0]
+
+
+def test_keyword_search_finds_the_delivery_times_table_for_a_shipping_time_question() -> None:
+    agent = KnowledgeAgent(name="store_policy_kb",
+                           sources=[KnowledgeSource(location="policies", kind="directory", path="policies")])
+    index = KnowledgeIndex.build(agent, BOOKSTORE)
+    assert not index.uses_embeddings
+    best = index.search("how long does shipping usually take?")[0]
+    assert best.source == "policies/shipping.md"
+    assert "Delivery time (business days)" in best.text and "| Standard | 4 to 7 | $4.99 |" in best.text
+    free = index.search("Is standard shipping free for orders over $35?")[0]
+    assert "Standard shipping is free on orders of $35 or more" in free.text
+
+
+def test_markdown_tables_lose_their_padding_so_a_section_stays_in_one_chunk(tmp_path: Path) -> None:
+    (tmp_path / "fees.md").write_text(
+        "# Fees\n\n| Option        | Fee      |\n|:--------------|---------:|\n| Standard      | $4.99    |\n",
+        encoding="utf-8")
+    agent = KnowledgeAgent(name="kb", sources=[KnowledgeSource(location="fees.md", kind="file", path="fees.md")])
+    index = KnowledgeIndex.build(agent, tmp_path)
+    assert index.chunks[0].text == "# Fees\n\n| Option | Fee |\n|---|---|\n| Standard | $4.99 |"

@@ -420,3 +420,17 @@ def test_real_model_on_the_banking_docs(tmp_path: Path) -> None:
     again = KnowledgeIndex.build(agent, REAL_BANKING, embedder=embedder, cache_dir=tmp_path)
     assert again.loaded_from_cache
     assert np.allclose(again.chunk_vectors, index.chunk_vectors, atol=1e-6)
+
+
+def test_a_new_tokenisation_or_chunk_text_gets_its_own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import frontdesk.runtime.knowledge as knowledge
+
+    agent = write_docs(tmp_path)
+    cache = tmp_path / "cache"
+    first = KnowledgeIndex.build(agent, tmp_path, embedder=FakeEmbedder(), cache_dir=cache)
+    assert KnowledgeIndex.build(agent, tmp_path, embedder=FakeEmbedder(), cache_dir=cache).loaded_from_cache
+    monkeypatch.setattr(knowledge, "BM25_TOKENIZER", knowledge.BM25_TOKENIZER + "-next")
+    second = KnowledgeIndex.build(agent, tmp_path, embedder=FakeEmbedder(), cache_dir=cache)
+    assert not second.loaded_from_cache and second.cache_path != first.cache_path
+    monkeypatch.setattr(knowledge, "CHUNK_TEXT_VERSION", knowledge.CHUNK_TEXT_VERSION + 1)
+    assert not KnowledgeIndex.build(agent, tmp_path, embedder=FakeEmbedder(), cache_dir=cache).loaded_from_cache

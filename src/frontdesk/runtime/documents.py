@@ -92,8 +92,25 @@ def _load_plain(data: bytes, name: str) -> tuple[str, str | None]:
     return _tidy(_decode(data)), None
 
 
+_TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$")
+_TABLE_RULE_CELL = re.compile(r"^\s*:?-+:?\s*$")
+
+
+def _compact_table_row(line: str) -> str:
+    """A Markdown table row without its alignment padding: `| Standard     | 4 to 7 |` -> `| Standard | 4 to 7 |`.
+
+    The padding is typing, not text: it would take a table's share of a chunk and of the
+    embedding model's input while saying nothing.
+    """
+    cells = line.strip()[1:-1].split("|")
+    if all(_TABLE_RULE_CELL.match(cell) for cell in cells):
+        return "|" + "|".join("---" for _ in cells) + "|"
+    return "| " + " | ".join(" ".join(cell.split()) for cell in cells) + " |"
+
+
 def _load_markdown(data: bytes, name: str) -> tuple[str, str | None]:
-    text = _tidy(_decode(data))
+    lines = _decode(data).split("\n")
+    text = _tidy("\n".join(_compact_table_row(line) if _TABLE_ROW.match(line) else line for line in lines))
     return text, _first_markdown_heading(text)
 
 
