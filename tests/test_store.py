@@ -217,3 +217,50 @@ def test_save_turn_writes_state_and_events_together_or_not_at_all(tmp_path):
             store.save_turn("s1", {"turn": 2}, [{"type": "c", "bad": float("nan")}])
         assert store.load("s1") == {"turn": 1}  # the failed turn left nothing behind
         assert len(store.events("s1")) == 2
+
+
+# -- hostile conditions --------------------------------------------------------------------
+
+_WRITER = """
+import sys
+from frontdesk.store.sqlite import SqliteSessionStore
+path, who = sys.argv[1], sys.argv[2]
+failures = 0
+for i in range(60):
+    try:
+        store = SqliteSessionStore(path)
+        store.save_turn(f"{who}-{i % 3}", {"program": "p", "n": i}, [{"type": "x", "i": i}])
+        store.load(f"{who}-{i % 3}")
+        store.close()
+    except Exception as exc:
+        failures += 1
+        print(type(exc).__name__, exc)
+print("failures", failures)
+"""
+
+
+def test_several_processes_open_and_write_one_sqlite_store(tmp_path):
+    import subprocess
+    import sys
+
+    path = tmp_path / "shared.sqlite3"
+    workers = [subprocess.Popen([sys.executable, "-c", _WRITER, str(path), who], stdout=subprocess.PIPE, text=True)
+               for who in "abcd"]
+    outputs = [w.communicate(timeout=120)[0] for w in workers]
+    assert all(o.strip().endswith("failures 0") for o in outputs), outputs  # none saw "database is locked"
+    store = SqliteSessionStore(path)
+    assert len(store.list_sessions()) == 12
+    assert sum(len(store.events(s.id)) for s in store.list_sessions()) == 240
+
+
+def test_a_file_that_is_not_a_database_is_a_store_error(tmp_path):
+    path = tmp_path / "notes.sqlite3"
+    path.write_text("not a database\n" * 200, encoding="utf-8")
+    with pytest.raises(StoreError, match="file is not a database"):
+        open_store(str(path))
+
+
+def test_state_with_lone_surrogates_is_stored(store):
+    store.save_turn("s", {"program": "p", "text": "half \ud83d emoji"}, [{"type": "x", "text": "\udcff"}])
+    assert store.load("s")["text"] == "half \ud83d emoji"
+    assert store.events("s")[0]["text"] == "\udcff"
