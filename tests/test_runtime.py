@@ -275,9 +275,10 @@ def test_tool_errors_go_to_the_flow_not_to_a_traceback(tmp_path):
     """, TOOLS)
     run = run_conversation(prog, [], None)
     assert said(run)[0].startswith("Lookup failed: looked up boom")
-    assert "ValueError: database down" in said(run)[0]
+    assert "ValueError" not in said(run)[0]  # the customer is not shown the exception ...
     assert said(run)[1] == "Second lookup: looked up bad\nunknown code"
-    assert run.events_of("error")[0]["data"]["where"] == "tool lookup"
+    error = run.events_of("error")[0]["data"]
+    assert error["where"] == "tool lookup" and "ValueError: database down" in error["message"]  # ... the log is
 
 
 def test_normalise_return_reads_the_adl_convention():
@@ -401,8 +402,32 @@ def test_reasoning_agent_fills_args_calls_tools_and_finishes(tmp_path):
     assert called["args"] == {"code": "Z9"}  # filled from the agent's argument
     state = run.engine.load_state(run.session_id)
     assert state.records["helper"]["owner"] == "Ada"
-    schemas = {t.name for t in llm.calls[0].tools}
+    # Before the user said anything the agent may only talk; afterwards it has its tools.
+    assert llm.calls[0].tools == []
+    schemas = {t.name for t in llm.calls[1].tools}
     assert schemas == {"lookup", "set_args", "finish", "hand_back"}
+
+
+def test_an_llm_agent_started_before_any_user_message_runs_no_tool(tmp_path):
+    prog = program(tmp_path, """
+        main:
+          type: flow agent
+          steps:
+            - call: helper
+        helper:
+          type: llm agent
+          args: [code]
+          prompt: Look codes up.
+          uses: [lookup]
+    """, TOOLS)
+    llm = ScriptedProvider([
+        # a model that acts before anyone asked: the call must not run
+        {"purpose": "reason", "call": "lookup", "with": {"code": "your code here"}},
+        {"purpose": "reason", "reply": "Hello! Which code should I look up?"},
+    ])
+    run = run_conversation(prog, [], llm)
+    assert run.events_of("tool_called") == []
+    assert said(run) == ["Hello! Which code should I look up?"]
 
 
 def test_reasoning_agent_hands_back_and_resumes_later(tmp_path):
@@ -560,8 +585,9 @@ class FixedUnderstanding:
 
     name = "fixed"
 
-    def __init__(self, table):
+    def __init__(self, table, scores=None):
         self.table = table  # message -> (choice, sure)
+        self.scores = scores or {}
         self.asked = []
 
     def decide(self, message, options, task, thresholds=None):
@@ -570,7 +596,7 @@ class FixedUnderstanding:
         self.asked.append((task, message, [o.key for o in options], thresholds))
         choice, sure = self.table[message]
         return Decision(choice=choice, score=0.9 if sure else 0.5, margin=0.3 if sure else 0.01, sure=sure,
-                        best=choice)
+                        best=choice, scores=dict(self.scores))
 
 
 def test_sure_embedding_decisions_skip_the_llm_and_unsure_ones_ask_it(tmp_path):
@@ -583,14 +609,39 @@ def test_sure_embedding_decisions_skip_the_llm_and_unsure_ones_ask_it(tmp_path):
     assert llm_calls(run) == ["route"]  # only the unsure decision cost a call
 
 
-def test_unsure_embedding_decision_takes_the_best_guess_when_the_llm_cannot_classify(tmp_path):
+def test_unsure_routing_with_no_llm_to_ask_asks_the_user_instead_of_guessing(tmp_path):
     prog = program(tmp_path, ENSEMBLE)
-    nlu = FixedUnderstanding({"hmm weather?": ("weather", False)})
+    scores = {"greeter": 0.31, "weather": 0.36, "faq": 0.1}
+    nlu = FixedUnderstanding({"hmm weather?": ("weather", False), "the second one": ("greeter", False)},
+                             scores=scores)
     llm = ScriptedProvider([])
     llm.can_classify = False  # like the small local model
-    run = run_conversation(prog, ["hmm weather?"], llm, understanding=nlu)
-    assert said(run)[-1] == "Sunny in Paris."
-    assert run.events_of("route_decided")[0]["data"]["by"].startswith("embedding (unsure")
+    run = run_conversation(prog, ["hmm weather?", "the second one"], llm, understanding=nlu)
+    question = run.turns[1].messages[-1].text
+    assert question.startswith("Just to be sure I understand") and "tells the weather" in question
+    assert "greets and renames the user" in question
+    assert said(run)[-1] == "Hi Ada, what should I call you?"
+    assert run.events_of("route_decided")[-1]["data"]["by"] == "embedding, after a clarifying question"
+
+
+def test_unsure_claims_with_no_llm_to_ask_are_none_not_a_guess(tmp_path):
+    prog = program(tmp_path, """
+        main:
+          type: flow agent
+          steps:
+            - bot: "Was it lost or expired?"
+            - user
+            - if: the user claims "It expired"
+              then:
+                - bot: "expired branch"
+              else:
+                - bot: "Sorry, which was it?"
+    """)
+    nlu = FixedUnderstanding({"I just don't like the colour": ("1", False)})
+    llm = ScriptedProvider([])
+    llm.can_classify = False
+    run = run_conversation(prog, ["I just don't like the colour"], llm, understanding=nlu)
+    assert said(run)[-1] == "Sorry, which was it?"
 
 
 def test_claims_decided_by_embedding_and_program_thresholds_reach_the_model(tmp_path):
@@ -639,7 +690,10 @@ def test_a_tool_that_hangs_becomes_an_error_after_the_time_limit(tmp_path):
     """, 'import time\n\ndef slow():\n    """Sleeps."""\n    print("starting")\n    time.sleep(5)\n')
     engine = Engine(prog, None, MemorySessionStore(), tools=PythonToolRunner(prog, timeout=0.3))
     result = engine.start()
-    assert [m.text for m in result.messages] == ["Timed out: starting\nslow did not finish within 0.3 seconds"]
+    [message] = [m.text for m in result.messages]
+    assert message.startswith("Timed out: starting\n") and "0.3 seconds" not in message
+    errors = [e for e in engine.store.events(result.session_id) if e["type"] == "error"]
+    assert "slow did not finish within 0.3 seconds" in errors[0]["data"]["message"]
 
 
 def test_a_session_survives_a_changed_program(tmp_path):

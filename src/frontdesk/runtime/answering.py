@@ -56,8 +56,11 @@ class KnowledgeExecutor:
         from frontdesk.runtime.knowledge import NO_ANSWER, build_answer_request
 
         agent: KnowledgeAgent = ctx.program.agents[frame.agent]  # type: ignore[assignment]
-        question = frame.pending_input or ctx.last_user_message()
-        frame.pending_input = None
+        inp = ctx.input
+        if inp.available_to(frame):
+            question = inp.take(frame, "question")
+        else:  # called by another agent: it answers the user's latest message
+            question = inp.text or ctx.last_user_message()
         index = ctx.knowledge.index(agent)
         frame.started = True
         for problem in ctx.knowledge.unreported(agent.name, index.problems):
@@ -80,7 +83,9 @@ class KnowledgeExecutor:
             ctx.log.emit("step", agent.name, action="extractive answer", source=passages[0].source)
             ctx.say(agent.name, answer, frame)
             return Outcome.done("success", "answered with sentences from the sources")
-        earlier = prompts.history_messages(ctx.state.history[:-1], KB_HISTORY_MESSAGES)
+        history = ctx.state.history
+        asked_at = max((i for i, item in enumerate(history) if item.role == "user"), default=len(history))
+        earlier = prompts.history_messages(history[:asked_at], KB_HISTORY_MESSAGES)
         request = build_answer_request(question, passages, earlier, agent)
         try:
             response = ctx.complete(request, agent.name)

@@ -47,6 +47,65 @@ class Outcome:
         return Outcome("push", frame=frame)
 
 
+class TurnInput:
+    """The user's message of one turn. The turn owns it; agents are offered it, take it, or give it back.
+
+    - open: no agent has it; the agent on top of the stack may take it (a flow waiting at a
+      `user` step, an LLM agent waiting for a reply), or a router routes it.
+    - offered: a router (or a fallback policy) handed it to a frame it started or resumed; that
+      frame may take it, or leave it as the message that merely started it.
+    - taken: an agent used it as its input.
+    An agent that takes it and then finds it is not (only) for it (hand_back, a topic switch, an LLM
+    agent finishing its task) gives it back: it is open again and the router routes it in the
+    same turn, to an agent that has not had it yet.
+    """
+
+    def __init__(self, text: str | None, log: EventLog | None = None) -> None:
+        self.text = text
+        self.state: Literal["none", "open", "offered", "taken"] = "open" if text is not None else "none"
+        self.holder: str | None = None  # frame id of the frame it was offered to or taken by
+        self.passed: list[str] = []  # agents that had it and gave it back
+        self._log = log
+
+    @property
+    def is_open(self) -> bool:
+        return self.state == "open"
+
+    def offered_to(self, frame: Frame) -> bool:
+        return self.state == "offered" and self.holder == frame.id
+
+    def available_to(self, frame: Frame) -> bool:
+        return self.is_open or self.offered_to(frame)
+
+    def taken_by(self, frame: Frame) -> bool:
+        return self.state == "taken" and self.holder == frame.id
+
+    def offer(self, frame: Frame, by: str | None) -> None:
+        if self.text is None:
+            return
+        self.state, self.holder = "offered", frame.id
+        self._emit("input_offered", frame.agent, by=by)
+
+    def take(self, frame: Frame, how: str) -> str:
+        assert self.text is not None
+        self.state, self.holder = "taken", frame.id
+        self._emit("input_taken", frame.agent, how=how)
+        return self.text
+
+    def give_back(self, frame: Frame, why: str) -> None:
+        """The frame had the message and gives it back, unhandled or not only for it."""
+        if self.text is None or self.holder != frame.id:
+            return
+        self.state, self.holder = "open", None
+        if frame.agent not in self.passed:
+            self.passed.append(frame.agent)
+        self._emit("input_given_back", frame.agent, why=why)
+
+    def _emit(self, type_: str, agent: str, **data: Any) -> None:
+        if self._log is not None:
+            self._log.emit(type_, agent, **data)
+
+
 @dataclass
 class BotMessage:
     agent: str | None
@@ -65,6 +124,12 @@ class TurnContext:
     understanding: Understanding | None = None
     option_cache: dict = field(default_factory=dict)  # per engine: options mined from the program
     said: list[BotMessage] = field(default_factory=list)
+    input: TurnInput = field(default_factory=lambda: TurnInput(None))
+
+    def new_frame_id(self) -> str:
+        fid = f"f{self.state.next_frame}"
+        self.state.next_frame += 1
+        return fid
 
     # ---- decisions -----------------------------------------------------------------
 
@@ -217,7 +282,8 @@ class TurnContext:
         self.set_status(tool, result.status, result.message)
         rec["message"] = result.message
         caller_agent = self.program.agents.get(caller) if caller else None
-        if caller_agent is not None:
+        if caller_agent is not None and result.status == "success" and not result.error:
+            # Only a tool that succeeded sets its caller's arguments: a value it rejected is not used.
             own = set(caller_agent.arg_names())
             for name, value in result.args.items():
                 if name in own:

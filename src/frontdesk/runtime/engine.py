@@ -11,13 +11,13 @@ from frontdesk.ir.models import Program, RouterAgent
 from frontdesk.llm.base import LLM
 from frontdesk.nlu.base import Understanding
 from frontdesk.runtime.answering import KnowledgeCache, KnowledgeExecutor
-from frontdesk.runtime.context import BotMessage, Outcome, TurnContext
+from frontdesk.runtime.context import BotMessage, Outcome, TurnContext, TurnInput
 from frontdesk.runtime.events import Event, EventLog
 from frontdesk.runtime.flow import FlowExecutor
 from frontdesk.runtime.policies import KIND_OF, new_frame
 from frontdesk.runtime.reasoning import ReasoningExecutor
 from frontdesk.runtime.routing import RouterExecutor
-from frontdesk.runtime.state import Frame, HistoryItem, SessionState
+from frontdesk.runtime.state import Frame, HistoryItem, SessionState, bound_history
 from frontdesk.runtime.tools import PythonToolRunner, ToolRunner
 from frontdesk.store.base import SessionStore
 
@@ -52,6 +52,19 @@ def binding_aliases(program: Program) -> dict[tuple[str, str], tuple[str, str]]:
                     if b.two_way:
                         aliases.setdefault((member.agent, b.member_arg), (agent.name, b.router_arg))
     return aliases
+
+
+def number_frames(state: SessionState) -> None:
+    """Give frames stored before frames had ids one, so the turn's message can be offered to them."""
+    def visit(frame: Frame) -> None:
+        if not frame.id:
+            frame.id = f"f{state.next_frame}"
+            state.next_frame += 1
+        for child in frame.suspended:
+            visit(child)
+
+    for frame in state.stack:
+        visit(frame)
 
 
 class Engine:
@@ -96,6 +109,7 @@ class Engine:
         if raw is None:
             raise SessionNotFound(f"no session {session_id!r}")
         state = SessionState.model_validate(raw)
+        number_frames(state)
         state.turn += 1
         ctx = self._context(state)
         if state.program_digest != self.digest:
@@ -106,7 +120,8 @@ class Engine:
         if state.ended or not state.stack:
             ctx.log.emit("warning", None, message="the conversation has ended; start a new session")
             return self._finish(ctx)
-        state.stack[-1].pending_input = text
+        # The message belongs to the turn: the agent on top of the stack is offered it first.
+        ctx.input = TurnInput(text, ctx.log)
         return self._finish(ctx)
 
     def _adopt_program(self, ctx: TurnContext) -> None:
@@ -147,6 +162,10 @@ class Engine:
     def _finish(self, ctx: TurnContext) -> TurnResult:
         self._drive(ctx)
         state = ctx.state
+        if ctx.input.is_open and ctx.input.passed:
+            ctx.log.emit("step", None, action="the message was handled; nobody else took the rest of it",
+                         passed=ctx.input.passed)
+        bound_history(state)
         state.event_seq = ctx.log.next_seq
         self.store.save_turn(state.session_id, state.model_dump(mode="json"),
                              [e.model_dump(mode="json") for e in ctx.log.events])
@@ -184,7 +203,7 @@ class Engine:
         while len(stack) > 1 and stack[-1].kind != "router":
             stack.pop()
         if stack:
-            stack[-1].pending_input = None
+            ctx.input.state = "taken"
             stack[-1].waiting = True
 
     def _finished(self, frame: Frame, outcome: Outcome, ctx: TurnContext) -> None:
@@ -193,7 +212,17 @@ class Engine:
         if outcome.kind == "done":
             ctx.set_status(frame.agent, outcome.status, outcome.message)
             ctx.log.emit("agent_finished", frame.agent, status=outcome.status, message=outcome.message)
+            if outcome.status == "success":
+                self._drop_interrupted(frame.agent, ctx)
         # hand_back and switch suspend the frame; the router records that
+
+    def _drop_interrupted(self, agent: str, ctx: TurnContext) -> None:
+        """A task completed: an interrupted run of the same agent is not brought back later."""
+        for holder in ctx.state.stack:
+            for paused in [f for f in holder.suspended if f.agent == agent]:
+                holder.suspended.remove(paused)
+                ctx.log.emit("agent_dropped", agent, by=holder.agent,
+                             reason="the same task was completed since it was interrupted")
 
     def _apply_exit(self, frame: Frame, outcome: Outcome, ctx: TurnContext) -> None:
         agent = self.program.agents[frame.agent]

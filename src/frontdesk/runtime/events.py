@@ -30,6 +30,10 @@ EVENT_TYPES = {
     "error",
     "warning",
     "session_ended",
+    "input_offered",
+    "input_taken",
+    "input_given_back",
+    "agent_dropped",
 }
 
 

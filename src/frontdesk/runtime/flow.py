@@ -112,33 +112,56 @@ class FlowExecutor:
 
     def _listen(self, node: ListenNode, frame: Frame, ctx: TurnContext, graph: StepGraph) -> Outcome | None:
         frame.last_listen = node.id
-        if frame.pending_input is None or (frame.said_since_start and not frame.waiting):
-            # A message that started this agent is not an answer to a question it asked since.
-            frame.pending_input = None
+        if not frame.waiting and node.id in frame.extracted:
+            self._reject_earlier_answer(node, frame, ctx)
+        inp = ctx.input
+        if inp.available_to(frame) and frame.waiting:
+            # The user's answer to the question this step asked.
+            inp.take(frame, "answer")
+            tentative = False
+        elif inp.offered_to(frame):
+            # The message that started (or brought back) this agent: it is the answer only if it
+            # already says what this step asks; otherwise the agent asks and waits.
+            tentative = True
+        else:
             frame.waiting = True
             return Outcome.wait()
-        frame.pending_input = None
-        frame.waiting = False
         frame.decisions.clear()
         frame.decided_by.clear()
-        outcome = self._understand(node, frame, ctx, graph)
+        outcome, answered = self._understand(node, frame, ctx, graph, tentative)
+        if tentative and not answered:
+            ctx.log.emit("step", frame.agent, action="the message that started the agent does not answer "
+                                                   "its question; waiting", node=node.id)
+            frame.decisions.clear()
+            frame.decided_by.clear()
+            frame.waiting = True
+            return Outcome.wait()
+        if tentative:
+            inp.take(frame, "answer given before the question")
+        frame.waiting = False
         if outcome is not None:
             return outcome
         frame.node = node.next
         return None
 
-    def _understand(self, node: ListenNode, frame: Frame, ctx: TurnContext, graph: StepGraph) -> Outcome | None:
+    def _understand(self, node: ListenNode, frame: Frame, ctx: TurnContext, graph: StepGraph,
+                    tentative: bool = False) -> tuple[Outcome | None, bool]:
         """At most one LLM call, only when needed: the claims choice ahead (unless embeddings
-        decided it), a topic switch, and arguments the flow is about to read."""
+        decided it), a topic switch, and arguments the flow is about to read.
+
+        Returns the outcome (a topic switch) and whether the message answered the step: a claims
+        case chosen, or a value given. A `tentative` message (the one that started the agent) is
+        only read for an answer: no topic switch, no guess."""
         branch = claims_branch_after(graph, node.next)
         values = ctx.values(frame.agent)
         extract = [n for n in args_read_after(graph, node.id, frame.agent) if values.get(n) is None]
         if branch is None and not extract:
-            return None
-        switches = switch_candidates(ctx, frame) if branch else []
-        choice = self._choose_by_embedding(branch, switches, frame, ctx) if branch else None
-        ask_choice = branch is not None and choice is None
-        if ask_choice or extract:
+            return None, not tentative
+        switches = switch_candidates(ctx, frame) if branch and not tentative else []
+        choice = self._choose_by_embedding(branch, switches, frame, ctx, tentative) if branch else None
+        ask_choice = branch is not None and choice is None and (ctx.llm_classifies or not tentative)
+        extracted: dict[str, Any] = {}
+        if (ask_choice or extract) and (ctx.llm is not None or not tentative):
             agent = ctx.program.agents[frame.agent]
             request = prompts.understand_request(
                 agent, claims_choices(branch) if ask_choice else [], switches if ask_choice else [], extract,
@@ -149,31 +172,54 @@ class FlowExecutor:
             except LLMError as exc:
                 ctx.log.emit("error", frame.agent, where="understand", message=str(exc))
                 call = {}
-            self._apply_extracted(call.get("args"), extract, frame, ctx)
+            extracted = self._apply_extracted(call.get("args"), extract, frame, ctx)
             if ask_choice:
                 choice = str(call.get("choice", prompts.NONE_CHOICE))
                 frame.decided_by[branch.id] = "llm"
         if branch is None:
-            return None
+            return None, bool(extracted)
+        choice = choice or prompts.NONE_CHOICE
         if choice.startswith("switch:") and choice[7:] in {s.name for s in switches}:
             frame.waiting = True  # resume here, at the question, after the other agent
+            ctx.input.give_back(frame, f"the user turned to {choice[7:]}")
             ctx.log.emit("route_decided", frame.agent, agent=choice[7:], by=f"understand ({frame.decided_by[branch.id]})",
                          reason="the user changed topic")
-            return Outcome("switch", target=choice[7:])
-        frame.decisions[branch.id] = choice if choice in {k for k, _ in claims_choices(branch)} else prompts.NONE_CHOICE
-        return None
+            return Outcome("switch", target=choice[7:]), True
+        cases = {k for k, _ in claims_choices(branch)}
+        frame.decisions[branch.id] = choice if choice in cases else prompts.NONE_CHOICE
+        return None, choice in cases
 
-    def _apply_extracted(self, args, extract: list[str], frame: Frame, ctx: TurnContext) -> None:
+    def _reject_earlier_answer(self, node: ListenNode, frame: Frame, ctx: TurnContext) -> None:
+        """The flow came back to a question it already asked: the values read from the earlier
+        answer were not good enough. They are cleared and never taken from the user again."""
+        for name, value in frame.extracted.pop(node.id).items():
+            if ctx.values(frame.agent).get(name) == value:
+                ctx.write(frame.agent, name, None, frame.agent, why="asked again: the flow did not accept it")
+            rejected = frame.rejected.setdefault(name, [])
+            if value not in rejected:
+                rejected.append(value)
+
+    def _apply_extracted(self, args, extract: list[str], frame: Frame, ctx: TurnContext) -> dict[str, Any]:
         if not extract or not isinstance(args, dict):
-            return
-        for name, value in args.items():
-            if name in extract and value not in (None, ""):
-                ctx.write(frame.agent, name, value, frame.agent, why="extracted from the user's message")
-        ctx.log.emit("args_extracted", frame.agent, args={k: v for k, v in args.items() if k in extract})
+            return {}
+        got = {k: v for k, v in args.items() if k in extract and v not in (None, "")}
+        refused = {k: v for k, v in got.items() if v in frame.rejected.get(k, [])}
+        got = {k: v for k, v in got.items() if k not in refused}
+        for name, value in got.items():
+            ctx.write(frame.agent, name, value, frame.agent, why="extracted from the user's message")
+        ctx.log.emit("args_extracted", frame.agent, args=got,
+                     **({"refused": refused, "why": "the flow rejected these values before"} if refused else {}))
+        if got and frame.last_listen:
+            frame.extracted.setdefault(frame.last_listen, {}).update(got)
+        return got
 
-    def _choose_by_embedding(self, branch: BranchNode, switches, frame: Frame, ctx: TurnContext) -> str | None:
-        """The claims choice when the embedding model can take it; None when an LLM must decide."""
-        message = ctx.last_user_message()
+    def _choose_by_embedding(self, branch: BranchNode, switches, frame: Frame, ctx: TurnContext,
+                             tentative: bool = False) -> str | None:
+        """The claims choice when the embedding model can take it; None when an LLM must decide.
+
+        With no LLM to ask, an unsure decision is "none" (the fallback asks the user again), never
+        a guess; a message that merely started the agent is matched only when the model is sure."""
+        message = ctx.input.text or ctx.last_user_message()
         if polarity(message) and len(message.split()) <= SHORT_ANSWER_WORDS:
             switches = []  # "no thanks" answers the question; it is not a change of topic
         options = claims_options(branch) + [
@@ -182,11 +228,15 @@ class FlowExecutor:
         if decision is None:
             return None
         if decision.sure or not ctx.llm_classifies:
-            frame.decided_by[branch.id] = "embedding" if decision.sure else "embedding (unsure, no LLM to ask)"
+            choice = decision.choice if decision.sure else None
+            by = "embedding" if decision.sure else "embedding (unsure, no LLM to ask: none)"
+            frame.decided_by[branch.id] = by
             ctx.log.emit("step", frame.agent, action="claims decided by embedding", node=branch.id,
-                         choice=decision.choice or prompts.NONE_CHOICE, sure=decision.sure,
+                         choice=choice or prompts.NONE_CHOICE, sure=decision.sure, best=decision.best,
                          score=round(decision.score, 3), margin=round(decision.margin, 3))
-            return decision.choice or prompts.NONE_CHOICE
+            return choice or prompts.NONE_CHOICE
+        if tentative:
+            return None
         ctx.log.emit("step", frame.agent, action="embedding unsure, asking the LLM", node=branch.id,
                      best=decision.best, score=round(decision.score, 3), margin=round(decision.margin, 3))
         return None
@@ -206,6 +256,9 @@ class FlowExecutor:
         for name, value in args.items():
             ctx.write(node.target, name, value, frame.agent, why=f"argument of call from {frame.agent}")
         child = new_frame(ctx, node.target)
+        if ctx.input.offered_to(frame):
+            # The message that started this agent, not yet used: the agent it calls first may use it.
+            ctx.input.offer(child, frame.agent)
         return Outcome.push(child)
 
     def _branch(self, node: BranchNode, frame: Frame, ctx: TurnContext, graph: StepGraph) -> Outcome | None:

@@ -12,14 +12,18 @@ KIND_OF = {"flow": "flow", "reasoning": "reasoning", "knowledge": "knowledge", "
 DEFAULT_FALLBACK = "Sorry, I didn't understand that. Could you rephrase it?"
 
 
-def new_frame(ctx: TurnContext, agent_name: str, pending_input: str | None = None) -> Frame:
+def new_frame(ctx: TurnContext, agent_name: str, offer_input_by: str | None = None) -> Frame:
+    """A frame for an agent about to start; with `offer_input_by`, the turn's message is offered to it."""
     agent = ctx.program.agents[agent_name]
     ctx.clear_status(agent_name)
-    return Frame(agent=agent_name, kind=KIND_OF[agent.kind], pending_input=pending_input)
+    frame = Frame(id=ctx.new_frame_id(), agent=agent_name, kind=KIND_OF[agent.kind])
+    if offer_input_by is not None:
+        ctx.input.offer(frame, offer_input_by)
+    return frame
 
 
-def setup_frame(agent: Agent) -> Frame:
-    return Frame(agent=agent.name, kind="flow", graph="setup")
+def setup_frame(ctx: TurnContext, agent: Agent) -> Frame:
+    return Frame(id=ctx.new_frame_id(), agent=agent.name, kind="flow", graph="setup")
 
 
 def policy_message(policy: Policy | None) -> str:
@@ -46,7 +50,7 @@ def apply_fallback(ctx: TurnContext, frame: Frame, reason: str, final: bool = Fa
                  count=frame.fallbacks)
     if policy is not None and policy.kind == "agent" and policy.value in ctx.program.agents and not final:
         frame.node = frame.last_listen
-        return Outcome.push(new_frame(ctx, policy.value, pending_input=ctx.last_user_message()))
+        return Outcome.push(new_frame(ctx, policy.value, offer_input_by=f"fallback policy of {frame.agent}"))
     ctx.say(frame.agent, policy_message(policy))
     if final or frame.fallbacks >= limit:
         return Outcome.done("error", reason if final else f"{frame.fallbacks} fallbacks in a row")
@@ -58,6 +62,29 @@ def apply_fallback(ctx: TurnContext, frame: Frame, reason: str, final: bool = Fa
 
 # How far the agent the user turns to must lead the active one before it takes over unasked.
 SWITCH_LEAD = 0.25
+# With no LLM to ask, a switch the embedding model is not sure of is still taken when the other
+# agent leads the active one by this much (an explicit request for another agent's task).
+OFFLINE_SWITCH_LEAD = 0.15
+YES_NO_WORDS = 3  # a yes/no word this early in the message makes it an answer to the agent's question
+
+
+def answers_yes_no(message: str) -> bool:
+    """Whether the message opens with a yes or a no ("yes please, add it too", "sounds great, yes")."""
+    from frontdesk.nlu.matcher import polarity
+
+    if polarity(message):
+        return True
+    words = message.lower().replace(",", " ").split()
+    return any(polarity(w) > 0 or w in ("no", "nope", "nah") for w in words[:YES_NO_WORDS])
+
+
+def shares_data(router, agent: str, other: str) -> bool:
+    """Whether two members of a router are bound to the same router argument: the first hands its
+    result to the second (a book chosen for an order), so it must finish before the other starts."""
+    bound: dict[str, set[str]] = {}
+    for member in router.members:
+        bound[member.agent] = {b.router_arg for b in member.bindings}
+    return bool(bound.get(agent, set()) & bound.get(other, set()))
 
 
 def clear_topic_switch(ctx: TurnContext, frame: Frame, message: str) -> str | None:
@@ -71,13 +98,27 @@ def clear_topic_switch(ctx: TurnContext, frame: Frame, message: str) -> str | No
     router = ctx.program.agents.get(stack[-2].agent)
     if not isinstance(router, RouterAgent) or not frame.said_since_start:
         return None
+    if (frame.last_prompt or "").rstrip().endswith("?") and answers_yes_no(message):
+        ctx.log.emit("step", frame.agent, action="no topic switch: the message answers the agent's question")
+        return None
     names = [m.agent for m in router.members if m.agent in ctx.program.agents]
     decision = ctx.embed_decide(message, ctx.agent_options(names), "route", frame.agent)
-    if decision is None or not decision.sure or decision.choice in (None, frame.agent):
+    best = decision.best if decision is not None else None
+    if decision is None or best in (None, frame.agent):
         return None
-    if decision.scores.get(frame.agent, 0.0) > decision.score - SWITCH_LEAD:
+    lead = decision.scores.get(best, 0.0) - decision.scores.get(frame.agent, 0.0)
+    if decision.sure and decision.choice == best and lead >= SWITCH_LEAD:
+        by = "embedding"
+    elif not ctx.llm_classifies and lead >= OFFLINE_SWITCH_LEAD and decision.scores.get(best, 0.0) >= 0.3:
+        by = "embedding (no LLM agent can hand the message on)"
+    else:
         return None
-    ctx.log.emit("route_decided", frame.agent, agent=decision.choice, by="embedding",
-                 reason="the user changed topic", score=round(decision.score, 3),
+    if ctx.llm_classifies and shares_data(router, frame.agent, best):
+        # The active agent must finish first and hand its result over: let it decide.
+        ctx.log.emit("step", frame.agent, action=f"no topic switch: {frame.agent} hands its result to {best}",
+                     candidate=best)
+        return None
+    ctx.log.emit("route_decided", frame.agent, agent=best, by=by,
+                 reason="the user changed topic", score=round(decision.scores.get(best, 0.0), 3),
                  active_score=round(decision.scores.get(frame.agent, 0.0), 3))
-    return decision.choice
+    return best

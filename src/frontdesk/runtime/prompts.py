@@ -217,8 +217,10 @@ def reasoning_tools(agent: ReasoningAgent, tools: dict[str, ToolDef]) -> list[To
 
 
 def reasoning_request(agent: ReasoningAgent, values: dict[str, Any], messages: list[ChatMessage],
-                      tools: dict[str, ToolDef]) -> LLMRequest:
-    return _request("reason", reasoning_plan(agent, values, messages), tools=reasoning_tools(agent, tools))
+                      tools: dict[str, ToolDef], talk_only: bool = False) -> LLMRequest:
+    """One step of an LLM agent; `talk_only` (no user message yet) offers it no tools at all."""
+    offered = [] if talk_only else reasoning_tools(agent, tools)
+    return _request("reason", reasoning_plan(agent, values, messages), tools=offered)
 
 
 def kb_answer_plan(agent: Agent, question: str, passages_text: str, earlier: list[ChatMessage],

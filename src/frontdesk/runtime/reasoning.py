@@ -12,6 +12,7 @@ from frontdesk.runtime.policies import clear_topic_switch, setup_frame
 from frontdesk.runtime.state import Frame
 
 APOLOGY = "Sorry, something went wrong on my side. Let's try that again in a moment."
+UNASKED_TOOL = "error: the user has not asked for anything yet; greet them and ask how you can help"
 TRANSCRIPT_LIMIT = 60  # messages of its own transcript an LLM agent sees at most
 
 
@@ -27,21 +28,27 @@ def recent(messages: list[dict], limit: int) -> list[dict]:
 class ReasoningExecutor:
     def run(self, frame: Frame, ctx: TurnContext) -> Outcome:
         agent: ReasoningAgent = ctx.program.agents[frame.agent]  # type: ignore[assignment]
-        if not frame.started:
+        inp = ctx.input
+        fresh = not frame.started
+        if fresh:
+            # A new agent sees the conversation so far, the turn's message included where it was said.
             frame.started = True
             window = ctx.program.settings.history_window
-            frame.messages = [m.model_dump(exclude_none=True) for m in prompts.history_messages(
-                ctx.state.history[:-1] if frame.pending_input else ctx.state.history, window)]
+            frame.messages = [m.model_dump(exclude_none=True)
+                              for m in prompts.history_messages(ctx.state.history, window)]
             if agent.setup is not None:
-                return Outcome.push(setup_frame(agent))
-        if frame.pending_input is not None:
-            target = clear_topic_switch(ctx, frame, frame.pending_input)
-            if target is not None:
-                frame.pending_input = None  # the message goes to the other agent
-                frame.waiting = True
-                return Outcome("switch", target=target)
-            frame.messages.append({"role": "user", "content": frame.pending_input})
-            frame.pending_input = None
+                return Outcome.push(setup_frame(ctx, agent))
+        if inp.available_to(frame):
+            if inp.is_open and frame.waiting:
+                target = clear_topic_switch(ctx, frame, inp.text or "")
+                if target is not None:
+                    inp.take(frame, "answer")
+                    inp.give_back(frame, f"the user turned to {target}")
+                    frame.waiting = True
+                    return Outcome("switch", target=target)
+            text = inp.take(frame, "answer" if frame.waiting else "start")
+            if not fresh:
+                frame.messages.append({"role": "user", "content": text})
         elif frame.waiting:
             return Outcome.wait()
         frame.waiting = False
@@ -53,7 +60,10 @@ class ReasoningExecutor:
     def _loop(self, agent: ReasoningAgent, frame: Frame, ctx: TurnContext) -> Outcome:
         for _ in range(agent.max_iterations):
             messages = [ChatMessage.model_validate(m) for m in recent(frame.messages, TRANSCRIPT_LIMIT)]
-            request = prompts.reasoning_request(agent, ctx.values(agent.name), messages, ctx.program.tools)
+            # Before the user has said anything the agent may only talk: no tool runs unasked.
+            unasked = not any(m.get("role") == "user" for m in frame.messages)
+            request = prompts.reasoning_request(agent, ctx.values(agent.name), messages, ctx.program.tools,
+                                                talk_only=unasked)
             try:
                 response = ctx.complete(request, agent.name)
             except LLMError as exc:
@@ -69,7 +79,7 @@ class ReasoningExecutor:
             finish: dict[str, Any] | None = None
             hand_back: dict[str, Any] | None = None
             for call in response.tool_calls:
-                content = self._tool(call, agent, frame, ctx)
+                content = (UNASKED_TOOL if unasked else self._tool(call, agent, frame, ctx))
                 if call.name == prompts.FINISH_TOOL:
                     finish = call.arguments
                 elif call.name == prompts.HAND_BACK_TOOL:
@@ -78,10 +88,19 @@ class ReasoningExecutor:
                                        "content": content})
             if response.content:
                 ctx.say(agent.name, response.content, frame)
+            if unasked:
+                if not response.content:
+                    continue  # the tools were refused: ask the model again, now for words
+                frame.waiting = True
+                return Outcome.wait()
             if hand_back is not None:
+                ctx.input.give_back(frame, "the agent handed the message back")
                 return Outcome("hand_back", message=str(hand_back.get("reason", "")))
             if finish is not None:
                 status = "error" if str(finish.get("status", "success")) == "error" else "success"
+                if status == "success":
+                    # The message that completed the task may ask for more: the router gets to see it.
+                    ctx.input.give_back(frame, "the agent finished its task")
                 return Outcome.done(status, str(finish.get("message", "")))
             if response.content and all(c.name == prompts.SET_ARGS_TOOL for c in response.tool_calls):
                 # The model noted what it learnt and spoke to the user: its turn is over.

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import re
+
 from frontdesk.ir.models import RouterAgent
+from frontdesk.nlu.matcher import polarity
 from frontdesk.llm.base import LLMError
 from frontdesk.runtime import prompts
 from frontdesk.runtime.context import Outcome, TurnContext
@@ -10,7 +13,17 @@ from frontdesk.runtime.policies import new_frame, policy_message, setup_frame
 from frontdesk.runtime.state import Frame
 
 MAX_SUSPENDED = 4
+# A member suspended longer ago than this (in user turns) is not resumed unasked: the router offers it.
+STALE_AFTER_TURNS = 3
 ROUTE_APOLOGY = "Sorry, I'm having trouble right now. Could you say that again in a moment?"
+ANYTHING_ELSE = "Is there anything else I can help you with?"
+ASKED = "\0asked"  # _choose asked the user a clarifying question instead of choosing
+CLARIFY_FLOOR = 0.2  # an agent this far from the message is not offered in a clarifying question
+
+
+def describe_agent(agent) -> str:
+    text = (agent.description or "").strip().rstrip(".")
+    return text or agent.name.replace("_", " ")
 
 
 class RouterExecutor:
@@ -19,27 +32,33 @@ class RouterExecutor:
         if not frame.started:
             frame.started = True
             if router.setup is not None:
-                return Outcome.push(setup_frame(router))
-        if frame.pending_input is None:
-            if frame.suspended:
-                return self._resume(frame, ctx)
+                return Outcome.push(setup_frame(ctx, router))
+        if not ctx.input.is_open:
+            return self._after_message(frame, ctx)
+        frame.waiting = False
+        chosen = frame.decisions.pop("route", None)
+        if chosen in ctx.input.passed:
+            chosen = None
+        chosen = chosen or self._choose(router, frame, ctx)
+        if chosen == ASKED:
+            ctx.input.state = "taken"
             frame.waiting = True
             return Outcome.wait()
-        text = frame.pending_input
-        frame.pending_input = None
-        frame.waiting = False
-        chosen = frame.decisions.pop("route", None) or self._choose(router, frame, ctx)
         if chosen is None:
-            return self._fallback(router, frame, ctx, text)
-        frame.excluded = []
+            if ctx.input.passed and ctx.said:
+                # An agent finished on this message and answered it; nobody else wants the rest.
+                ctx.input.state = "taken"
+                return self._after_message(frame, ctx)
+            return self._fallback(router, frame, ctx)
         paused = next((f for f in frame.suspended if f.agent == chosen), None)
         if paused is not None:
             # The user came back to an interrupted task: it takes the message where it stopped.
             frame.suspended.remove(paused)
-            paused.pending_input = text
+            paused.offered = False
             ctx.log.emit("agent_resumed", chosen, by=frame.agent)
+            ctx.input.offer(paused, frame.agent)
             return Outcome.push(paused)
-        return Outcome.push(self._activate(router, chosen, text, ctx))
+        return Outcome.push(self._activate(router, chosen, ctx))
 
     def child_finished(self, frame: Frame, child: Frame, outcome: Outcome, ctx: TurnContext) -> None:
         if child.graph == "setup":
@@ -48,23 +67,19 @@ class RouterExecutor:
         if outcome.kind in ("hand_back", "switch"):
             # The member keeps its place: it resumes once the agent the user turned to is done.
             child.waiting = True
+            child.suspended_at = ctx.state.turn
             frame.suspended = [f for f in frame.suspended if f.agent != child.agent][-(MAX_SUSPENDED - 1):]
             frame.suspended.append(child)
             ctx.log.emit("agent_suspended", child.agent, by=frame.agent, reason=outcome.kind,
                          switch_to=outcome.target)
-            if outcome.kind == "hand_back":
-                frame.excluded.append(child.agent)
-            elif outcome.target:
+            if outcome.kind == "switch" and outcome.target:
                 frame.decisions["route"] = outcome.target
-            frame.pending_input = ctx.last_user_message()
-        else:
-            frame.excluded = []
 
     # ---- internals -----------------------------------------------------------------
 
     def _candidates(self, router: RouterAgent, frame: Frame, ctx: TurnContext):
         return [ctx.program.agents[m.agent] for m in router.members
-                if m.agent in ctx.program.agents and m.agent not in frame.excluded]
+                if m.agent in ctx.program.agents and m.agent not in ctx.input.passed]
 
     def _choose(self, router: RouterAgent, frame: Frame, ctx: TurnContext) -> str | None:
         candidates = self._candidates(router, frame, ctx)
@@ -72,14 +87,16 @@ class RouterExecutor:
             ctx.log.emit("route_decided", router.name, agent=None, by="none left",
                          reason="every member handed the message back")
             return None
-        if len(candidates) == 1 and not frame.excluded:
+        if len(candidates) == 1 and not ctx.input.passed:
             ctx.log.emit("route_decided", router.name, agent=candidates[0].name, by="only member")
             return candidates[0].name
         names = [c.name for c in candidates]
-        decision = ctx.embed_decide(ctx.last_user_message(), ctx.agent_options(names), "route", router.name)
-        if decision is not None and (decision.sure or not ctx.llm_classifies):
-            ctx.log.emit("route_decided", router.name, agent=decision.choice,
-                         by="embedding" if decision.sure else "embedding (unsure, no LLM to ask)",
+        decision = ctx.embed_decide(ctx.input.text or "", ctx.agent_options(names), "route", router.name)
+        asked = frame.decisions.pop("clarify", None)
+        if decision is not None and not decision.sure and not ctx.llm_classifies:
+            return self._clarify(router, frame, ctx, decision, asked.split("|") if asked else None)
+        if decision is not None and decision.sure:
+            ctx.log.emit("route_decided", router.name, agent=decision.choice, by="embedding",
                          score=round(decision.score, 3), margin=round(decision.margin, 3))
             return decision.choice
         if decision is not None:
@@ -104,29 +121,87 @@ class RouterExecutor:
         ctx.log.emit("route_decided", router.name, agent=choice, by="llm")
         return choice
 
-    def _activate(self, router: RouterAgent, member: str, text: str, ctx: TurnContext) -> Frame:
+    def _clarify(self, router: RouterAgent, frame: Frame, ctx: TurnContext, decision,
+                 asked: list[str] | None) -> str | None:
+        """No LLM to settle an unsure choice: ask the user which of the two likeliest agents they
+        mean, and read their answer against just those two on the next message."""
+        text = ctx.input.text or ""
+        if asked:
+            words = set(re.findall(r"[a-z0-9]+", text.lower()))
+            pick = None
+            if words & {"first", "1", "former"} or (polarity(text) > 0 and len(words) <= 3):
+                pick = asked[0]
+            elif words & {"second", "2", "latter"}:
+                pick = asked[1]
+            elif decision.best in asked:
+                pick = decision.best
+            if pick is not None:
+                ctx.log.emit("route_decided", router.name, agent=pick, by="embedding, after a clarifying question",
+                             score=round(decision.score, 3))
+                return pick
+        ranked = sorted(decision.scores.items(), key=lambda kv: kv[1], reverse=True)
+        top = [name for name, score in ranked[:2] if score >= CLARIFY_FLOOR]
+        if len(top) < 2:
+            ctx.log.emit("route_decided", router.name, agent=None, by="embedding (unsure, no LLM to ask)",
+                         score=round(decision.score, 3))
+            return None
+        frame.decisions["clarify"] = "|".join(top)
+        lines = [f"- {describe_agent(ctx.program.agents[n])}" for n in top]
+        ctx.log.emit("step", router.name, action="clarifying question", candidates=top,
+                     scores=[round(decision.scores[n], 3) for n in top])
+        ctx.say(router.name, "Just to be sure I understand: which of these do you need?\n" + "\n".join(lines), frame)
+        return ASKED
+
+    def _activate(self, router: RouterAgent, member: str, ctx: TurnContext) -> Frame:
         spec = next(m for m in router.members if m.agent == member)
         for b in spec.bindings:
             if not b.two_way:  # two-way bindings are aliases: nothing to copy
                 value = ctx.state.records.get(router.name, {}).get(b.router_arg)
                 if value is not None:
                     ctx.write(member, b.member_arg, value, router.name, why=f"bound to {router.name}.{b.router_arg}")
-        return new_frame(ctx, member, pending_input=text)
+        return new_frame(ctx, member, offer_input_by=router.name)
 
-    def _resume(self, frame: Frame, ctx: TurnContext) -> Outcome:
-        child = frame.suspended.pop()
+    def _after_message(self, frame: Frame, ctx: TurnContext) -> Outcome:
+        """The user's message is dealt with: go back to an interrupted task, or wait."""
+        if frame.suspended:
+            resumed = self._resume(frame, ctx)
+            if resumed is not None:
+                return resumed
+        frame.waiting = True
+        return Outcome.wait()
+
+    def _resume(self, frame: Frame, ctx: TurnContext) -> Outcome | None:
+        """Bring back the most recently interrupted task, unless it is stale: then offer it once."""
+        child = frame.suspended[-1]
+        if ctx.state.turn - child.suspended_at > STALE_AFTER_TURNS:
+            if not child.offered:
+                child.offered = True
+                agent = ctx.program.agents.get(child.agent)
+                what = (agent.description.strip().rstrip(".") if agent and agent.description.strip()
+                        else child.agent.replace("_", " "))
+                ctx.log.emit("step", frame.agent, action="offer an interrupted task", agent=child.agent,
+                             waited_turns=ctx.state.turn - child.suspended_at)
+                ctx.say(frame.agent, f"We can get back to what we left earlier whenever you like ({what}).", frame)
+            return None
+        frame.suspended.pop()
         ctx.log.emit("agent_resumed", child.agent, by=frame.agent)
         if child.last_prompt:
             ctx.say(child.agent, child.last_prompt, child)
         return Outcome.push(child)
 
-    def _fallback(self, router: RouterAgent, frame: Frame, ctx: TurnContext, text: str) -> Outcome:
+    def _fallback(self, router: RouterAgent, frame: Frame, ctx: TurnContext) -> Outcome:
         policy = router.fallback
         ctx.log.emit("fallback", router.name, reason="no agent fits the message",
                      policy=policy.model_dump() if policy else None)
-        if policy is not None and policy.kind == "agent" and policy.value in ctx.program.agents:
-            return Outcome.push(new_frame(ctx, policy.value, pending_input=text))
+        if policy is not None and policy.kind == "agent" and policy.value in ctx.program.agents \
+                and policy.value not in ctx.input.passed:
+            return Outcome.push(new_frame(ctx, policy.value, offer_input_by=f"fallback policy of {router.name}"))
+        ctx.input.state = "taken"
         if ctx.said and ctx.said[-1].text == ROUTE_APOLOGY:
+            frame.waiting = True
+            return Outcome.wait()
+        if ctx.input.passed:
+            ctx.say(router.name, ANYTHING_ELSE, frame)
             frame.waiting = True
             return Outcome.wait()
         if policy is None or policy.kind == "default":
@@ -136,6 +211,5 @@ class RouterExecutor:
         else:
             message = policy_message(policy)
         ctx.say(router.name, message, frame)
-        frame.excluded = []
         frame.waiting = True
         return Outcome.wait()

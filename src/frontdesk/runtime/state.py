@@ -9,9 +9,15 @@ from pydantic import BaseModel, Field
 STATE_VERSION = 1
 
 
+# How much conversation the stored state keeps; everything else lives in the event log.
+HISTORY_LIMIT = 200
+TRANSCRIPT_STORE_LIMIT = 120
+
+
 class Frame(BaseModel):
     """One active agent on the call stack."""
 
+    id: str = ""  # unique within the session (`f1`, `f2`, ...)
     agent: str
     kind: Literal["flow", "reasoning", "knowledge", "router"]
     graph: Literal["main", "setup"] = "main"  # which step graph a flow-like frame runs
@@ -24,14 +30,16 @@ class Frame(BaseModel):
     last_listen: str | None = None
     last_prompt: str | None = None  # what this agent last said, re-said when it resumes
     said_since_start: bool = False
-    pending_input: str | None = None  # a user message delivered but not yet consumed
     decisions: dict[str, str] = Field(default_factory=dict)  # branch node id -> chosen case
     decided_by: dict[str, str] = Field(default_factory=dict)  # branch node id -> "embedding" | "llm"
     fallbacks: int = 0  # consecutive fallbacks
+    extracted: dict[str, dict[str, Any]] = Field(default_factory=dict)  # listen node id -> args read from its answer
+    rejected: dict[str, list[Any]] = Field(default_factory=dict)  # arg -> values the flow asked again for
     messages: list[dict[str, Any]] = Field(default_factory=list)  # reasoning agents' transcript
     suspended: list["Frame"] = Field(default_factory=list)  # routers: members interrupted by a switch
     active_member: str | None = None  # routers: the member currently handling the conversation
-    excluded: list[str] = Field(default_factory=list)  # routers: members that handed this message back
+    suspended_at: int = 0  # the turn in which this frame was suspended
+    offered: bool = False  # a stale suspended frame the user was told they can come back to
 
 
 class HistoryItem(BaseModel):
@@ -52,7 +60,26 @@ class SessionState(BaseModel):
     stack: list[Frame] = Field(default_factory=list)
     history: list[HistoryItem] = Field(default_factory=list)
     ended: bool = False
+    next_frame: int = 1  # numbering of frame ids
     tokens: dict[str, int] = Field(default_factory=lambda: {"prompt": 0, "completion": 0, "calls": 0})
 
 
 Frame.model_rebuild()
+
+
+def bound_history(state: SessionState) -> None:
+    """Keep the stored history and transcripts bounded: a long session costs the same per turn."""
+    if len(state.history) > HISTORY_LIMIT:
+        del state.history[: len(state.history) - HISTORY_LIMIT]
+
+    def trim(frame: Frame) -> None:
+        if len(frame.messages) > TRANSCRIPT_STORE_LIMIT:
+            tail = frame.messages[-TRANSCRIPT_STORE_LIMIT:]
+            # start at a user message so no tool result loses the call it answers
+            start = next((i for i, m in enumerate(tail) if m.get("role") == "user"), 0)
+            frame.messages = tail[start:]
+        for child in frame.suspended:
+            trim(child)
+
+    for frame in state.stack:
+        trim(frame)

@@ -1,0 +1,251 @@
+"""The user's message belongs to the turn: agents take it or give it back, and what is given back reaches
+the next agent in the same turn (issue 7, part 2)."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from frontdesk.lang import load_program
+from frontdesk.llm import ScriptedProvider
+from frontdesk.nlu.base import Decision
+from frontdesk.runtime.engine import Engine
+from frontdesk.runtime.policies import answers_yes_no
+from frontdesk.store.memory import MemorySessionStore
+from frontdesk.testing import run_conversation
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+SHOP = """
+main:
+  type: flow agent
+  steps:
+    - call: desk
+
+desk:
+  type: ensemble agent
+  description: The shop's front desk.
+  args: [item]
+  contains:
+    - advisor:
+        args:
+          picked: ref item
+    - checkout:
+        args:
+          items: ref item
+    - faq
+  steps:
+    - bot: "Hello, how can I help?"
+
+faq:
+  type: kb agent
+  description: Answers questions about delivery.
+  faq:
+    - q: How long does delivery take?
+      a: Delivery takes two days.
+
+advisor:
+  type: llm agent
+  description: Recommends a product.
+  args: [picked]
+  prompt: Recommend a product; when the user agrees, record it in picked and finish.
+
+checkout:
+  type: flow agent
+  description: Buys the chosen products.
+  args: [items]
+  steps:
+    - label: confirm
+    - bot: "In your basket: ${items}. Anything else?"
+    - user
+    - if: the user claims "Yes, I want more"
+      then:
+        - call: advisor
+        - next: confirm
+    - else if: the user claims "No, that's all"
+      then:
+        - bot: "Order placed for ${items}."
+        - return: success
+      else:
+        - next: confirm
+          tries: 2
+"""
+
+
+def shop(tmp_path: Path):
+    (tmp_path / "agents.yml").write_text(textwrap.dedent(SHOP), encoding="utf-8")
+    prog, diags = load_program(tmp_path)
+    assert prog is not None and not [d for d in diags if d.is_error], [d.format() for d in diags]
+    return prog
+
+
+def test_the_message_that_finishes_an_agent_reaches_the_next_one_in_the_same_turn(tmp_path):
+    llm = ScriptedProvider([
+        {"purpose": "route", "call": "route", "with": {"agent": "advisor"}},
+        {"purpose": "reason", "reply": "I recommend the Blue Kettle. Would you like it?"},
+        # "yes please, I want to buy it": the advisor records the choice and finishes ...
+        {"purpose": "reason", "calls": [{"name": "set_args", "arguments": {"picked": ["Blue Kettle"]}},
+                                        {"name": "finish", "arguments": {}}]},
+        # ... and the same message is routed on: it asks for the checkout.
+        {"purpose": "route", "expect": "checkout", "call": "route", "with": {"agent": "checkout"}},
+        # The checkout's question comes after the message; the message does not answer it.
+        {"purpose": "understand", "call": "understand", "with": {"choice": "none"}},
+    ])
+    run = run_conversation(shop(tmp_path), ["Can you recommend something?", "Yes please, I want to buy it"], llm)
+    llm.assert_finished()
+    last = [m.text for m in run.turns[-1].messages]
+    assert last == ["In your basket: Blue Kettle. Anything else?"]
+    assert run.turns[-1].active_agent == "checkout"
+    given_back = [e for e in run.events_of("input_given_back") if e["agent"] == "advisor"]
+    assert given_back and given_back[0]["data"]["why"] == "the agent finished its task"
+
+
+def test_a_flow_started_by_a_message_takes_it_as_the_answer_when_it_is_one(tmp_path):
+    prog = shop(tmp_path)
+    engine = Engine(prog, ScriptedProvider([
+        {"purpose": "route", "call": "route", "with": {"agent": "checkout"}},
+        {"purpose": "understand", "call": "understand", "with": {"choice": "2"}},
+    ]), MemorySessionStore())
+    sid = engine.start().session_id
+    engine.load_state(sid)
+    # The basket already holds something (chosen earlier in the conversation).
+    state = engine.store.load(sid)
+    state["records"].setdefault("desk", {})["item"] = ["Blue Kettle"]
+    engine.store.save_turn(sid, state, [])
+    result = engine.send(sid, "No, that's all I want")
+    texts = [m.text for m in result.messages]
+    assert texts == ["In your basket: Blue Kettle. Anything else?", "Order placed for Blue Kettle."]
+    events = engine.store.events(sid)
+    assert any(e["type"] == "input_taken" and e["data"]["how"] == "answer given before the question"
+               for e in events)
+
+
+def test_a_flow_started_by_a_message_that_does_not_answer_asks_and_waits(tmp_path):
+    llm = ScriptedProvider([
+        {"purpose": "route", "call": "route", "with": {"agent": "checkout"}},
+        {"purpose": "understand", "call": "understand", "with": {"choice": "none"}},
+    ])
+    run = run_conversation(shop(tmp_path), ["I want to check out"], llm)
+    assert [m.text for m in run.turns[-1].messages] == ["In your basket: (none). Anything else?"] or \
+        run.turns[-1].messages[-1].text.endswith("Anything else?")
+    assert not run.events_of("fallback")  # not a failed answer: it was never an answer
+
+
+class SureUnderstanding:
+    """An understanding model that is sure of the agent named by a keyword in the message (a seam,
+    like the LLM); messages without a keyword go to the advisor."""
+
+    name = "stub"
+
+    def __init__(self, keywords: dict[str, str]) -> None:
+        self.keywords = keywords
+
+    def decide(self, message, options, task, thresholds=None):
+        choice = next((agent for word, agent in self.keywords.items() if word in message.lower()), "advisor")
+        scores = {o.key: (0.9 if o.key == choice else 0.1) for o in options}
+        if choice not in scores:
+            return Decision(choice=None, score=0.1, margin=0.0, sure=False, scores=scores, best=None)
+        return Decision(choice=choice, score=0.9, margin=0.8, sure=True, scores=scores, best=choice)
+
+
+def test_a_yes_to_an_llm_agents_question_is_not_a_topic_switch(tmp_path):
+    prog = shop(tmp_path)
+    llm = ScriptedProvider([
+        {"purpose": "reason", "reply": "I recommend the Blue Kettle. Would you like it?"},
+        {"purpose": "reason", "calls": [{"name": "set_args", "arguments": {"picked": ["Blue Kettle"]}},
+                                        {"name": "finish", "arguments": {}}]},
+        {"purpose": "understand", "call": "understand", "with": {"choice": "none"}},
+    ])
+    llm.can_classify = True
+    engine = Engine(prog, llm, MemorySessionStore(), understanding=SureUnderstanding({"basket": "checkout"}))
+    sid = engine.start().session_id
+    engine.send(sid, "Recommend me something nice")
+    # The embedding model is sure "checkout" fits, but the advisor asked a yes/no question.
+    result = engine.send(sid, "yes please, add it to my basket")
+    state = engine.load_state(sid)
+    assert state.records["desk"]["item"] == ["Blue Kettle"]  # the advisor recorded it before anything else
+    assert result.messages[-1].text == "In your basket: Blue Kettle. Anything else?"
+    assert not [e for e in engine.store.events(sid) if e["type"] == "agent_suspended"]
+
+
+def test_an_agent_that_hands_its_result_to_the_target_is_not_switched_away_from(tmp_path):
+    prog = shop(tmp_path)
+    llm = ScriptedProvider([
+        {"purpose": "reason", "reply": "I recommend the Blue Kettle."},
+        {"purpose": "reason", "calls": [{"name": "set_args", "arguments": {"picked": ["Blue Kettle"]}},
+                                        {"name": "finish", "arguments": {}}]},
+        {"purpose": "understand", "call": "understand", "with": {"choice": "none"}},
+    ])
+    llm.can_classify = True
+    engine = Engine(prog, llm, MemorySessionStore(), understanding=SureUnderstanding({"buy": "checkout"}))
+    sid = engine.start().session_id
+    engine.send(sid, "Recommend me something nice")
+    engine.send(sid, "Great, I want to buy the kettle")
+    assert engine.load_state(sid).records["desk"]["item"] == ["Blue Kettle"]
+    llm.assert_finished()
+
+
+def test_an_unrelated_question_still_switches_by_embedding(tmp_path):
+    prog = shop(tmp_path)
+    llm = ScriptedProvider([
+        {"purpose": "reason", "reply": "I recommend the Blue Kettle. Would you like it?"},
+    ])
+    llm.can_classify = True
+    engine = Engine(prog, llm, MemorySessionStore(), understanding=SureUnderstanding({"delivery": "faq"}))
+    sid = engine.start().session_id
+    engine.send(sid, "Recommend me something nice")
+    result = engine.send(sid, "How long does delivery take?")
+    texts = [m.text for m in result.messages]
+    assert texts == ["Delivery takes two days.", "I recommend the Blue Kettle. Would you like it?"]
+    llm.assert_finished()  # no LLM call for the switch, the answer or the resume
+
+
+def test_yes_no_openings():
+    assert answers_yes_no("yes please, add it to my order")
+    assert answers_yes_no("Sounds great, yes please")
+    assert answers_yes_no("No, that's all")
+    assert not answers_yes_no("How long does shipping take?")
+    assert not answers_yes_no("I want to order it")
+
+
+def test_a_task_completed_elsewhere_is_not_resumed(tmp_path):
+    """The advisor is interrupted; later the checkout runs the advisor itself to the end. When the
+    checkout finishes, the old interrupted advisor must not come back asking about the kettle."""
+    llm = ScriptedProvider([
+        {"purpose": "route", "call": "route", "with": {"agent": "advisor"}},
+        {"purpose": "reason", "reply": "How about the Blue Kettle?"},
+        {"purpose": "reason", "call": "hand_back", "with": {"reason": "wants to buy"}},
+        {"purpose": "route", "call": "route", "with": {"agent": "checkout"}},
+        {"purpose": "understand", "call": "understand", "with": {"choice": "1"}},
+        {"purpose": "reason", "reply": "What would you like?"},
+        {"purpose": "reason", "calls": [{"name": "set_args", "arguments": {"picked": ["Red Mug"]}},
+                                        {"name": "finish", "arguments": {}}]},
+        {"purpose": "understand", "call": "understand", "with": {"choice": "2"}},
+    ])
+    run = run_conversation(shop(tmp_path), ["Recommend something", "Let me check out", "a mug please",
+                                            "No, that's all"], llm)
+    llm.assert_finished()
+    assert run.turns[-1].messages[-1].text == "Order placed for Red Mug."
+    assert not any("Blue Kettle" in m.text for m in run.turns[-1].messages)
+    assert run.events_of("agent_dropped")
+
+
+def test_a_long_interrupted_task_is_offered_not_resumed(tmp_path):
+    llm = ScriptedProvider([
+        {"purpose": "route", "call": "route", "with": {"agent": "checkout"}},
+        {"purpose": "understand", "call": "understand", "with": {"choice": "none"}},
+        {"purpose": "understand", "call": "understand", "with": {"choice": "switch:advisor"}},
+        {"purpose": "reason", "reply": "Which colour do you like?"},
+        {"purpose": "reason", "reply": "And which size?"},
+        {"purpose": "reason", "reply": "Any budget?"},
+        {"purpose": "reason", "reply": "Any material?"},
+        {"purpose": "reason", "reply": "Here is the Green Pot.", "calls": [{"name": "finish", "arguments": {}}]},
+        {"purpose": "route", "call": "route", "with": {"agent": "none"}},
+    ])
+    run = run_conversation(shop(tmp_path), ["check out please", "actually, recommend something first", "green",
+                                            "small", "ten euros", "clay"], llm)
+    llm.assert_finished()
+    last = [m.text for m in run.turns[-1].messages]
+    assert last[0] == "Here is the Green Pot."
+    assert not any(t.startswith("In your basket") for t in last)  # not brought back unasked ...
+    assert any("get back to" in t for t in last)  # ... but offered
