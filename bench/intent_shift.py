@@ -29,6 +29,7 @@ import contextlib
 import json
 import os
 import re
+import statistics
 import sys
 import tempfile
 import time
@@ -210,16 +211,19 @@ def _short(value: Any, limit: int = 80) -> str:
 
 
 @contextlib.contextmanager
-def endpoint_env(base_url: str | None):
-    """The endpoint variables pointing at the ideal model (or at nothing), restored afterwards."""
-    saved = {k: os.environ.pop(k) for k in ENDPOINT_ENV if k in os.environ}
+def environment(base_url: str | None = None, **values: str):
+    """The endpoint variables pointing at the ideal model (or at nothing) and `values` set; all
+    restored afterwards."""
+    touched = ENDPOINT_ENV + tuple(values)
+    saved = {k: os.environ.pop(k) for k in touched if k in os.environ}
     if base_url:
-        os.environ.update(FRONTDESK_LLM_BASE_URL=base_url, FRONTDESK_LLM_MODEL="ideal",
-                          FRONTDESK_LLM_API_KEY="not-needed")
+        values = {**values, "FRONTDESK_LLM_BASE_URL": base_url, "FRONTDESK_LLM_MODEL": "ideal",
+                  "FRONTDESK_LLM_API_KEY": "not-needed"}
+    os.environ.update(values)
     try:
         yield
     finally:
-        for k in ENDPOINT_ENV:
+        for k in set(touched) | set(values):
             os.environ.pop(k, None)
         os.environ.update(saved)
 
@@ -245,7 +249,7 @@ def build_models(mode: str, program, base_url: str | None):
     """(llm, understanding, embedder, note) as `frontdesk chat` would choose them for the mode."""
     from frontdesk.llm.choose import choose_models
 
-    with endpoint_env(base_url if mode != "offline" else None):
+    with environment(base_url if mode != "offline" else None):
         if mode == "llm":
             models = choose_models(program, "openai", embeddings=False)
         elif mode == "hybrid":
@@ -292,7 +296,8 @@ def summarise(turns: list[TurnRow]) -> dict[str, float]:
             "calls": sum(t.calls for t in turns), "calls_per_turn": sum(t.calls for t in turns) / n,
             "prompt_tokens_per_turn": sum(t.prompt_tokens for t in turns) / n,
             "completion_tokens_per_turn": sum(t.completion_tokens for t in turns) / n,
-            "frontdesk_ms_per_turn": sum(t.frontdesk_ms for t in turns) / n}
+            "frontdesk_ms_per_turn": sum(t.frontdesk_ms for t in turns) / n,
+            "frontdesk_ms_median": statistics.median(t.frontdesk_ms for t in turns) if turns else 0.0}
 
 
 def examples_root() -> Path:
@@ -344,9 +349,8 @@ class Bench:
             self.server.model = model
         members, side_effects = member_agents(program), SIDE_EFFECTS.get(dialogue.program, set())
         rows = []
-        with tempfile.TemporaryDirectory() as data, endpoint_env(None):
-            os.environ["FRONTDESK_EXAMPLE_DB_DIR"] = data
-            os.environ["FRONTDESK_EXAMPLE_TODAY"] = TODAY
+        with tempfile.TemporaryDirectory() as data, environment(FRONTDESK_EXAMPLE_DB_DIR=data,
+                                                                  FRONTDESK_EXAMPLE_TODAY=TODAY):
             engine = Engine(program, llm, MemorySessionStore(), understanding=understanding, embedder=embedder)
             session = engine.start(program_label=dialogue.name).session_id
             for turn in dialogue.turns:
