@@ -249,3 +249,65 @@ def test_a_long_interrupted_task_is_offered_not_resumed(tmp_path):
     assert last[0] == "Here is the Green Pot."
     assert not any(t.startswith("In your basket") for t in last)  # not brought back unasked ...
     assert any("get back to" in t for t in last)  # ... but offered
+
+
+def test_an_unset_value_in_a_bot_message_is_a_placeholder_and_a_warning(tmp_path):
+    (tmp_path / "agents.yml").write_text(textwrap.dedent("""
+        main:
+          type: flow agent
+          args: [phone]
+          steps:
+            - bot: "We will call you on ${phone}. Shall I place it?"
+    """), encoding="utf-8")
+    prog, _ = load_program(tmp_path)
+    run = run_conversation(prog, [], None)
+    assert run.bot_lines == ["We will call you on (none). Shall I place it?"]
+    warning = [e for e in run.events_of("warning") if e["data"].get("where") == "bot message"]
+    assert warning and "main.phone" in warning[0]["data"]["message"]
+
+
+PHONE = """
+main:
+  type: flow agent
+  args: [phone]
+  steps:
+    - label: ask
+    - bot: "Your phone number?"
+    - user
+    - call: check_phone
+      args:
+        phone: phone
+    - if: check_phone.status == "error"
+      then:
+        - bot: "That is not a phone number."
+        - next: ask
+          tries: 1
+    - bot: "Calling ${phone}."
+"""
+
+PHONE_TOOLS = '''
+def check_phone(phone: str = ""):
+    """Check a phone number."""
+    digits = "".join(c for c in str(phone) if c.isdigit())
+    if len(digits) < 6:
+        return [{"status": "error", "msg": "not a phone number"}, {"arg": "phone", "value": "banana"}]
+    return [{"status": "success", "msg": "ok"}]
+'''
+
+
+def test_a_value_the_flow_rejected_is_not_extracted_again_nor_set_by_a_failing_tool(tmp_path):
+    (tmp_path / "agents.yml").write_text(textwrap.dedent(PHONE), encoding="utf-8")
+    (tmp_path / "tools.py").write_text(PHONE_TOOLS, encoding="utf-8")
+    prog, diags = load_program(tmp_path)
+    assert prog is not None, [d.format() for d in diags]
+    llm = ScriptedProvider([
+        {"purpose": "understand", "call": "understand", "with": {"args": {"phone": "banana"}}},
+        # asked again: the model reads the old answer out of the conversation once more
+        {"purpose": "understand", "call": "understand", "with": {"args": {"phone": "banana"}}},
+    ])
+    run = run_conversation(prog, ["banana", "I told you"], llm)
+    state = run.engine.load_state(run.session_id)
+    assert state.records["main"].get("phone") in (None, "")  # neither the model nor the tool set "banana"
+    assert run.bot_lines[-1] == "Calling (none)."
+    refused = [e for e in run.events_of("args_extracted") if e["data"].get("refused")]
+    assert refused and refused[0]["data"]["refused"] == {"phone": "banana"}

@@ -224,7 +224,12 @@ class TurnContext:
         return evaluate(expr, lambda ref: self.read(ref, agent))
 
     def render(self, template: Template, agent: str) -> str:
-        return render_template(template, lambda ref: self.read(ref, agent))
+        def missing(ref: Ref) -> None:
+            self.log.emit("warning", agent, where="bot message",
+                          message=f"${{{ref.scope}.{ref.name}}} has no value yet; the message shows a placeholder",
+                          template=template.source)
+
+        return render_template(template, lambda ref: self.read(ref, agent), on_missing=missing)
 
     # ---- conversation --------------------------------------------------------------
 
