@@ -398,6 +398,7 @@ def test_update_card_status_refuses_to_block_a_card_twice(tools):
     result = tools.action_update_card_status(MARY, "debit", "damaged")
     _assert_convention(result, "error")
     assert "already blocked" in result[0]["msg"]
+    assert "already blocked" in _bot(result)  # the customer is told why nothing changed
 
 
 def test_each_test_gets_a_fresh_database(tools, query):

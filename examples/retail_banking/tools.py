@@ -792,8 +792,8 @@ def action_update_card_status(
                 " delivery_address, created_at) VALUES (?, ?, ?, ?, ?, ?)",
                 (row["id"], new_status, reason, int(replacement), address, _now_text()),
             )
-    except _InputError as problem:
-        return _error(str(problem))
+    except _InputError as problem:  # the customer is told why, and the flow that the card is unchanged
+        return _error(str(problem), {"bot": str(problem)})
     if temporary:
         told = (f"Your {_card_label(row)} is now temporarily frozen. Call us on "
                 f"{_SUPPORT_PHONE} when you want it unfrozen.")
