@@ -179,6 +179,8 @@ def read_source_bytes(path: Path, limit: int = MAX_SOURCE_BYTES) -> bytes:
         info = os.stat(path)
     except OSError as exc:
         raise SourceReadError(_os_problem(exc), "check the path") from None
+    except ValueError:  # a NUL byte in the path
+        raise SourceReadError("the path is not a valid file name", "check the path") from None
     if stat.S_ISDIR(info.st_mode):
         raise SourceReadError("it is a folder, not a file", "pass a file, or a folder that holds agents.yml")
     if not stat.S_ISREG(info.st_mode):
