@@ -163,15 +163,18 @@ class AgentCatalog:
 
     kinds: dict[str, str]
     instructions: dict[str, str]
+    tools: dict[str, set[str]]  # reasoning agent -> the program tools it uses
     claims: dict[str, list[tuple[str, list[str]]]]  # flow agent -> (case key, examples) of every claims branch
 
     @classmethod
     def from_program(cls, program) -> "AgentCatalog":
-        kinds, instructions, claims = {}, {}, {}
+        kinds, instructions, tools, claims = {}, {}, {}, {}
         for name, agent in program.agents.items():
             kinds[name] = agent.kind
             if getattr(agent, "instructions", None):
                 instructions[name] = agent.instructions.strip()
+            if agent.kind == "reasoning":
+                tools[name] = set(agent.tools)
             cases = []
             for graph in (getattr(agent, "graph", None), agent.setup):
                 for node in (graph.nodes.values() if graph is not None else []):
@@ -181,16 +184,21 @@ class AgentCatalog:
                             cases.append((str(index), list(examples)))
             if cases:
                 claims[name] = cases
-        return cls(kinds, instructions, claims)
+        return cls(kinds, instructions, tools, claims)
 
 
-def agent_of_request(system: str, kind: str, catalog: AgentCatalog) -> str | None:
+def agent_of_request(system: str, kind: str, catalog: AgentCatalog, offered: set[str] = frozenset()) -> str | None:
     """The agent a request speaks for, read from its system prompt: a reasoning agent by its own
-    instructions, any other by its quoted name. The only place that depends on prompt wording."""
+    instructions (or, failing that, by the program tools offered), any other by its quoted name.
+    The one place that depends on prompt wording."""
     if kind in ("reason", "text"):
         for name, text in sorted(catalog.instructions.items(), key=lambda item: -len(item[1])):
             if catalog.kinds.get(name) == "reasoning" and text[:200] in system:
                 return name
+        by_tools = [name for name, uses in catalog.tools.items() if uses and uses == offered & set().union(
+            *catalog.tools.values())]
+        if len(by_tools) == 1:
+            return by_tools[0]
     quoted = [name for name in catalog.kinds if f'"{name}"' in system]
     wanted = {"understand": "flow", "kb_answer": "knowledge"}.get(kind)
     preferred = [name for name in quoted if catalog.kinds[name] == wanted]
@@ -255,7 +263,7 @@ class IdealModel:
         kind = request_kind(tool_names)
         system = "\n".join(m.get("content") or "" for m in messages if m.get("role") == "system")
         with self.lock:
-            agent = agent_of_request(system, kind, self.catalog) if kind != "route" else None
+            agent = agent_of_request(system, kind, self.catalog, set(tool_names)) if kind != "route" else None
             if kind == "route":
                 content, calls, answer = self._route(messages, schemas[ROUTE_TOOL])
             elif kind == "understand":

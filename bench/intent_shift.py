@@ -151,6 +151,13 @@ def same_value(expected: Any, actual: Any) -> bool:
     return _norm(expected) == _norm(actual)
 
 
+def sure_embedding_decisions(events: list[dict[str, Any]]) -> int:
+    """Decisions the embedding model took alone: routes, topic switches and `the user claims` choices."""
+    return sum(1 for e in events if e["type"] in ("route_decided", "step")
+               and (e["data"].get("by") == "embedding"
+                    or (e["data"].get("action") == "claims decided by embedding" and e["data"].get("sure"))))
+
+
 def member_agents(program) -> set[str]:
     """Agents a router can hand a message to: the ones whose acting a turn is judged by."""
     return {m.agent for a in program.agents.values() for m in getattr(a, "members", None) or []}
@@ -275,6 +282,7 @@ class TurnRow:
     prompt_tokens: int
     completion_tokens: int
     frontdesk_ms: float
+    embedding_decisions: int = 0  # decisions the embedding model took as sure (no LLM call)
     bot: list[str] = field(default_factory=list)
     model_calls: list[str] = field(default_factory=list)
 
@@ -297,7 +305,9 @@ def summarise(turns: list[TurnRow]) -> dict[str, float]:
             "prompt_tokens_per_turn": sum(t.prompt_tokens for t in turns) / n,
             "completion_tokens_per_turn": sum(t.completion_tokens for t in turns) / n,
             "frontdesk_ms_per_turn": sum(t.frontdesk_ms for t in turns) / n,
-            "frontdesk_ms_median": statistics.median(t.frontdesk_ms for t in turns) if turns else 0.0}
+            "frontdesk_ms_median": statistics.median(t.frontdesk_ms for t in turns) if turns else 0.0,
+            "embedding_decisions": sum(t.embedding_decisions for t in turns),
+            "embedding_decisions_in_wrong_turns": sum(t.embedding_decisions for t in turns if not t.ok)}
 
 
 def examples_root() -> Path:
@@ -381,38 +391,59 @@ class Bench:
             described = [f"{e['data'].get('purpose')}[{e.get('agent')}]" for e in done]
         bot = [f"{e.get('agent')}: {e['data'].get('text', '')}" for e in events if e["type"] == "bot_message"]
         return TurnRow(turn.oracle.user, not problems, problems, acting_agents(events, members), n,
-                       prompt_tokens, completion_tokens, round((wall - model_seconds) * 1000, 2), bot, described)
+                       prompt_tokens, completion_tokens, round((wall - model_seconds) * 1000, 2),
+                       sure_embedding_decisions(events), bot, described)
 
 
 # ---- reporting ------------------------------------------------------------------------------------
 
 
-def print_table(mode: str, rows: list[DialogueRow], verbose: int) -> dict[str, float]:
-    print(f"\nmode: {mode}")
-    header = f"{'dialogue':34} {'correct':>9} {'calls/t':>8} {'prompt/t':>9} {'compl/t':>8} {'ms/t':>7}"
-    print(header)
-    print("-" * len(header))
-    for row in rows:
-        t = row.totals()
-        print(f"{row.name:34} {t['correct']:>4}/{t['turns']:<4} {t['calls_per_turn']:>8.2f} "
+class Table:
+    """Prints one mode's table, a row per dialogue as soon as it has run."""
+
+    HEADER = f"{'dialogue':36} {'correct':>9} {'calls/t':>8} {'prompt/t':>9} {'compl/t':>8} {'ms/t':>7}"
+
+    def __init__(self, mode: str, verbose: int) -> None:
+        self.verbose = verbose
+        print(f"\nmode: {mode}\n{self.HEADER}\n" + "-" * len(self.HEADER), flush=True)
+
+    def line(self, name: str, t: dict[str, float]) -> None:
+        print(f"{name:36} {t['correct']:>4}/{t['turns']:<4} {t['calls_per_turn']:>8.2f} "
               f"{t['prompt_tokens_per_turn']:>9.0f} {t['completion_tokens_per_turn']:>8.0f} "
-              f"{t['frontdesk_ms_per_turn']:>7.1f}")
-        if verbose:
-            for number, turn in enumerate(row.turns, start=1):
-                if not turn.ok or verbose > 1:
-                    mark = "ok " if turn.ok else "BAD"
-                    print(f"    {mark} {number}. {turn.user!r}: " + ("; ".join(turn.problems) or "right"))
-                if verbose > 1:
-                    for line in turn.bot:
-                        print(f"          bot {line[:150]!r}")
-                    for line in turn.model_calls:
-                        print(f"          llm {line[:150]}")
-    overall = summarise([t for row in rows for t in row.turns])
-    print("-" * len(header))
-    print(f"{'overall':34} {overall['correct']:>4}/{overall['turns']:<4} {overall['calls_per_turn']:>8.2f} "
-          f"{overall['prompt_tokens_per_turn']:>9.0f} {overall['completion_tokens_per_turn']:>8.0f} "
-          f"{overall['frontdesk_ms_per_turn']:>7.1f}")
-    return overall
+              f"{t['frontdesk_ms_per_turn']:>7.1f}", flush=True)
+
+    def row(self, row: DialogueRow) -> None:
+        self.line(row.name, row.totals())
+        for number, turn in enumerate(row.turns, start=1):
+            if self.verbose and (not turn.ok or self.verbose > 1):
+                print(f"    {'ok ' if turn.ok else 'BAD'} {number}. {turn.user!r}: " + ("; ".join(turn.problems) or "right"))
+            if self.verbose > 1:
+                for line in turn.bot:
+                    print(f"          bot {line[:150]!r}")
+                for line in turn.model_calls:
+                    print(f"          llm {line[:150]}")
+
+    def overall(self, rows: list[DialogueRow]) -> dict[str, float]:
+        overall = summarise([t for row in rows for t in row.turns])
+        print("-" * len(self.HEADER))
+        self.line("overall", overall)
+        return overall
+
+
+def markdown(report: dict[str, Any]) -> str:
+    """The report's tables in Markdown, one per mode, for bench/intent_shift/README.md."""
+    out = []
+    for mode, result in report["modes"].items():
+        out += [f"**{mode}** ({'; '.join(result['models'])})", "",
+                "| dialogue | correct | calls/turn | prompt tokens/turn | completion tokens/turn | ms/turn |",
+                "|---|---:|---:|---:|---:|---:|"]
+        for d in result["dialogues"] + [{"name": "**overall**", "totals": result["overall"]}]:
+            t = d["totals"]
+            out.append(f"| {d['name']} | {t['correct']}/{t['turns']} | {t['calls_per_turn']:.2f} | "
+                       f"{t['prompt_tokens_per_turn']:.0f} | {t['completion_tokens_per_turn']:.0f} | "
+                       f"{t['frontdesk_ms_per_turn']:.1f} |")
+        out.append("")
+    return "\n".join(out)
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -421,6 +452,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--dialogue", action="append", help="run only this dialogue (repeatable)")
     parser.add_argument("--examples", type=Path, help="the example programs (default: beside the frontdesk imported)")
     parser.add_argument("--json", type=Path, help="write the results as JSON to this file")
+    parser.add_argument("--markdown", type=Path, help="write the tables as Markdown to this file")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="-v: why turns are wrong; -vv: every turn")
     args = parser.parse_args(argv)
 
@@ -438,8 +470,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         for mode in modes:
             bench = Bench(mode, examples, server if mode != "offline" else None, counter)
             dialogues = [load_dialogue(p, bench.program(yaml.safe_load(p.read_text())["program"])) for p in paths]
-            rows = [bench.run(d) for d in dialogues]
-            overall = print_table(mode, rows, args.verbose)
+            table, rows = Table(mode, args.verbose), []
+            for dialogue in dialogues:
+                rows.append(bench.run(dialogue))
+                table.row(rows[-1])
+            overall = table.overall(rows)
+            if overall["embedding_decisions"]:
+                print(f"  sure embedding decisions: {overall['embedding_decisions']}, "
+                      f"{overall['embedding_decisions_in_wrong_turns']} of them in turns that went wrong")
             for note in sorted(bench.notes):
                 print(f"  models: {note}")
             report["modes"][mode] = {"overall": overall, "models": sorted(bench.notes),
@@ -450,6 +488,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         saved = llm_calls - report["modes"]["hybrid"]["overall"]["calls"]
         report["hybrid_saves_calls"] = saved
         print(f"\nhybrid saves {saved} of {llm_calls} LLM calls ({saved / max(llm_calls, 1):.0%})")
+    if args.markdown:
+        args.markdown.write_text(markdown(report), encoding="utf-8")
     if args.json:
         args.json.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return report

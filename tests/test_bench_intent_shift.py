@@ -201,3 +201,12 @@ def test_a_dialogue_naming_an_unknown_agent_or_tool_is_refused(tmp_path, booksto
     bad.write_text('program: bookstore\nturns:\n  - user: "hi"\n    tools: [{refund: {}}]\n')
     with pytest.raises(intent_shift.DialogueError, match="no tool 'refund'"):
         intent_shift.load_dialogue(bad, bookstore)
+
+
+def test_a_reasoning_agent_is_known_by_its_instructions_or_else_by_its_tools(bookstore):
+    catalog = ideal_model.AgentCatalog.from_program(bookstore)
+    instructions = bookstore.agents["book_recommendation"].instructions
+    assert ideal_model.agent_of_request("Rules.\n" + instructions, "reason", catalog) == "book_recommendation"
+    offered = {"query_book_genre", "find_bestsellers", ideal_model.FINISH_TOOL, ideal_model.HAND_BACK_TOOL}
+    assert ideal_model.agent_of_request("(reworded instructions)", "reason", catalog, offered) == "book_recommendation"
+    assert ideal_model.agent_of_request('for the "order" step', "understand", catalog) == "order"
