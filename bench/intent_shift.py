@@ -383,7 +383,7 @@ class Bench:
             model_seconds = sum(c.seconds for c in calls)
             described = [f"{c.kind}[{c.agent or '-'}]: {c.answer}" for c in calls]
         else:
-            done = [e for e in events if e["type"] == "llm_call" and not e["data"].get("error")]
+            done = [e for e in events if e["type"] == "llm_call" and e["data"].get("provider")]  # failed ones too
             n = len(done)
             prompt_tokens = sum(e["data"].get("prompt_tokens") or 0 for e in done)
             completion_tokens = sum(e["data"].get("completion_tokens") or 0 for e in done)
