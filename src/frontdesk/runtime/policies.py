@@ -98,7 +98,9 @@ def clear_topic_switch(ctx: TurnContext, frame: Frame, message: str) -> str | No
     router = ctx.program.agents.get(stack[-2].agent)
     if not isinstance(router, RouterAgent) or not frame.said_since_start:
         return None
-    if (frame.last_prompt or "").rstrip().endswith("?") and answers_yes_no(message):
+    if ctx.llm_classifies and (frame.last_prompt or "").rstrip().endswith("?") and answers_yes_no(message):
+        # The agent's model can take the answer and pass on the rest (with no such model, an
+        # explicit request for another agent's task is still switched to, below).
         ctx.log.emit("step", frame.agent, action="no topic switch: the message answers the agent's question")
         return None
     names = [m.agent for m in router.members if m.agent in ctx.program.agents]
