@@ -70,7 +70,12 @@ def yaml_size_problem(text: str) -> tuple[str, int, int] | None:
                             *_mark_position(event))
             elif isinstance(event, _CLOSE_EVENTS):
                 depth -= 1
-    except yaml.YAMLError:
+    except yaml.YAMLError as exc:
+        # libyaml (PyYAML >= 6.0.3) stops at its own nesting limit while scanning ahead
+        if "nesting depth" in str(exc):
+            mark = getattr(exc, "problem_mark", None)
+            line, column = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
+            return (f"the YAML document is nested more than {MAX_YAML_DEPTH} levels deep", line, column)
         return None
     return None
 
