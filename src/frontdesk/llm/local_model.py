@@ -8,6 +8,7 @@ cannot continue the answer (and feeds the tokens it says are forced without samp
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,7 @@ class SmolLM2Runner:
         self._guidance_tokenizer: Any = None
         self._cache: Any = None
         self._cached_ids: list[int] = []
+        self._cache_keyword: str | None = None
 
     # -- text <-> tokens ------------------------------------------------------------------
 
@@ -137,11 +139,15 @@ class SmolLM2Runner:
             self._cache.crop(shared - len(self._cached_ids))  # a negative count drops that many tokens
         new = torch.tensor([ids[shared:]], dtype=torch.long)
         try:
-            output = self.model(input_ids=new, past_key_values=self._cache, use_cache=True)
+            # transformers renamed `past_key_values` to `cache` in 5.2x; both are accepted within our bounds
+            if self._cache_keyword is None:
+                params = inspect.signature(self.model.forward).parameters
+                self._cache_keyword = "cache" if "cache" in params else "past_key_values"
+            output = self.model(input_ids=new, use_cache=True, **{self._cache_keyword: self._cache})
         except BaseException:
             self._cache, self._cached_ids = None, []
             raise
-        self._cache = output.past_key_values
+        self._cache = getattr(output, "cache", None) or output.past_key_values
         self._cached_ids = list(ids)
         return output.logits[0, -1].float()
 
