@@ -305,6 +305,14 @@ class IdealModel:
                 return name
         return None
 
+    def _after(self, agent: str | None, allowed: set[str]) -> str | None:
+        """The agent the oracle lists after `agent` for this message, if it may be named."""
+        agents = self.oracle.agents
+        if agent not in agents:
+            return None
+        later = agents[agents.index(agent) + 1:]
+        return next((a for a in later if a in allowed), None)
+
     def _route(self, messages, schema) -> tuple[str | None, list, str]:
         allowed = set(schema.get("properties", {}).get("agent", {}).get("enum") or [])
         spoken = _bots_since_last_user(messages)
@@ -326,6 +334,12 @@ class IdealModel:
                 choice = SWITCH_PREFIX + other if other and agent not in self.oracle.agents else NONE_CHOICE
             arguments["choice"] = choice
             described.append(f"choice {choice}")
+            if "also" in properties and not choice.startswith(SWITCH_PREFIX):
+                # the message answers this agent and also asks for the next agent of the oracle's
+                also = self._after(agent, set(properties["also"].get("enum") or []))
+                arguments["also"] = also or NONE_CHOICE
+                if also:
+                    described.append(f"also {also}")
         if "args" in properties:
             wanted = (properties["args"].get("properties") or {}).keys()
             given = {k: v for k, v in self.oracle.args.items() if k in wanted}
@@ -363,6 +377,11 @@ class IdealModel:
         self._next_step[agent] = index + 1
         step = script[index]
         calls = step_tool_calls(step)
+        agents = self.oracle.agents
+        more = agent in agents and agents.index(agent) < len(agents) - 1
+        # `rest` of finish: what the message asks beyond this agent's task ("" when nothing)
+        calls = [(name, {**args, "rest": self.oracle.user if more else ""}) if name == FINISH_TOOL else (name, args)
+                 for name, args in calls]
         content = step.get(REPLY_KEY)
         unknown = [name for name, _ in calls if name not in offered]
         described = ", ".join(name for name, _ in calls) + (f" reply {content!r:.40}" if content else "")

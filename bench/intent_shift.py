@@ -381,7 +381,8 @@ class Bench:
             n, prompt_tokens = len(calls), sum(c.prompt_tokens for c in calls)
             completion_tokens = sum(c.completion_tokens for c in calls)
             model_seconds = sum(c.seconds for c in calls)
-            described = [f"{c.kind}[{c.agent or '-'}]: {c.answer}" for c in calls]
+            described = [f"{c.kind}[{c.agent or '-'}] {c.prompt_tokens}+{c.completion_tokens} tok: {c.answer}"
+                         for c in calls]
         else:
             done = [e for e in events if e["type"] == "llm_call" and e["data"].get("provider")]  # failed ones too
             n = len(done)

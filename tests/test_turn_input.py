@@ -311,3 +311,65 @@ def test_a_value_the_flow_rejected_is_not_extracted_again_nor_set_by_a_failing_t
     assert run.bot_lines[-1] == "Calling (none)."
     refused = [e for e in run.events_of("args_extracted") if e["data"].get("refused")]
     assert refused and refused[0]["data"]["refused"] == {"phone": "banana"}
+
+
+def test_an_agent_called_by_a_flow_that_hands_back_is_routed_and_both_come_back(tmp_path):
+    """checkout calls advisor; a delivery question inside the advisor goes to the faq in the same
+    turn, and checkout with its advisor come back together (issue 7: hand_back inside a called agent)."""
+    llm = ScriptedProvider([
+        {"purpose": "route", "call": "route", "with": {"agent": "checkout"}},
+        {"purpose": "understand", "call": "understand", "with": {"choice": "none"}},
+        {"purpose": "understand", "call": "understand", "with": {"choice": "1"}},
+        {"purpose": "reason", "reply": "I recommend the Blue Kettle. Would you like it?"},
+        {"purpose": "reason", "calls": [{"name": "hand_back", "arguments": {}}]},
+        {"purpose": "route", "expect": "faq", "call": "route", "with": {"agent": "faq"}},
+        {"purpose": "reason", "calls": [{"name": "set_args", "arguments": {"picked": ["Blue Kettle"]}},
+                                        {"name": "finish", "arguments": {"rest": ""}}]},
+    ])
+    run = run_conversation(shop(tmp_path), ["I want to check out", "Yes, I want more",
+                                            "How long does delivery take?", "Yes, I'll take it"], llm)
+    llm.assert_finished()
+    assert [m.text for m in run.turns[3].messages] == [
+        "Delivery takes two days.", "I recommend the Blue Kettle. Would you like it?"]
+    assert run.turns[3].active_agent == "advisor"
+    # the advisor finished with nothing left over: checkout goes on, no route call, no fallback
+    assert [m.text for m in run.turns[4].messages] == ["In your basket: Blue Kettle. Anything else?"]
+    assert run.turns[4].active_agent == "checkout"
+    assert not run.events_of("fallback")
+
+
+def test_finish_with_nothing_left_costs_no_route_call_and_finish_with_more_routes(tmp_path):
+    def talk(rest, extra, answer="Yes, that one"):
+        llm = ScriptedProvider([
+            {"purpose": "route", "call": "route", "with": {"agent": "advisor"}},
+            {"purpose": "reason", "reply": "I recommend the Blue Kettle. Would you like it?"},
+            {"purpose": "reason", "calls": [{"name": "set_args", "arguments": {"picked": ["Blue Kettle"]}},
+                                            {"name": "finish", "arguments": {"rest": rest}}]},
+            *extra,
+        ])
+        run = run_conversation(shop(tmp_path), ["Recommend something", answer], llm)
+        llm.assert_finished()
+        return run
+
+    quiet = talk("", [])
+    assert [m.text for m in quiet.turns[-1].messages] == ["Is there anything else I can help you with?"]
+    assert not quiet.events_of("fallback")
+    more = talk("and how long does delivery take?",
+                [{"purpose": "route", "call": "route", "with": {"agent": "faq"}}],
+                answer="Yes, that one, and how long does delivery take?")
+    assert [m.text for m in more.turns[-1].messages] == ["Delivery takes two days."]
+
+
+def test_a_flow_answer_that_also_asks_for_another_agent_reaches_it_in_the_same_turn(tmp_path):
+    llm = ScriptedProvider([
+        {"purpose": "route", "call": "route", "with": {"agent": "checkout"}},
+        {"purpose": "understand", "call": "understand", "with": {"choice": "none"}},
+        # "No, that's all. How long does delivery take?": the answer is case 2, and faq is also asked for
+        {"purpose": "understand", "call": "understand", "with": {"choice": "2", "also": "faq"}},
+        {"purpose": "kb_answer", "reply": "Delivery takes two days."},
+    ])
+    run = run_conversation(shop(tmp_path), ["I want to check out", "No, that's all. How long does delivery take?"],
+                           llm)
+    llm.assert_finished()  # no route call: the understand call named the agent
+    assert [m.text for m in run.turns[-1].messages] == ["Order placed for (none).", "Delivery takes two days."]
+    assert not run.events_of("fallback")

@@ -65,6 +65,12 @@ class TurnInput:
         self.state: Literal["none", "open", "offered", "taken"] = "open" if text is not None else "none"
         self.holder: str | None = None  # frame id of the frame it was offered to or taken by
         self.passed: list[str] = []  # agents that had it and gave it back
+        # an agent that gave it back had used it (finished its task on it): if nobody else wants the
+        # rest, the message was answered, which is not a fallback
+        self.used = False
+        # an agent that read the message found it also asks for this member's task: the router
+        # hands what is left to it without asking a model again
+        self.also: str | None = None
         self._log = log
 
     @property
@@ -92,11 +98,12 @@ class TurnInput:
         self._emit("input_taken", frame.agent, how=how)
         return self.text
 
-    def give_back(self, frame: Frame, why: str) -> None:
-        """The frame had the message and gives it back, unhandled or not only for it."""
+    def give_back(self, frame: Frame, why: str, used: bool = False) -> None:
+        """The frame had the message and gives it back, unhandled (`used` False) or not only for it."""
         if self.text is None or self.holder != frame.id:
             return
         self.state, self.holder = "open", None
+        self.used = self.used or used
         if frame.agent not in self.passed:
             self.passed.append(frame.agent)
         self._emit("input_given_back", frame.agent, why=why)

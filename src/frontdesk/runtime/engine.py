@@ -60,7 +60,7 @@ def number_frames(state: SessionState) -> None:
         if not frame.id:
             frame.id = f"f{state.next_frame}"
             state.next_frame += 1
-        for child in frame.suspended:
+        for child in [*frame.suspended, *frame.called]:
             visit(child)
 
     for frame in state.stack:
@@ -145,7 +145,8 @@ class Engine:
         graph = agent.setup if frame.graph == "setup" else getattr(agent, "graph", None)
         nodes = graph.nodes if graph is not None else {}
         positions = [frame.node, frame.last_listen, *frame.returns]
-        return all(p is None or p in nodes for p in positions) and all(self._frame_fits(f) for f in frame.suspended)
+        return all(p is None or p in nodes for p in positions) and \
+            all(self._frame_fits(f) for f in [*frame.suspended, *frame.called])
 
     def load_state(self, session_id: str) -> SessionState | None:
         raw = self.store.load(session_id)
@@ -190,7 +191,10 @@ class Engine:
                 if outcome.frame.graph == "main" and not outcome.frame.started:
                     ctx.log.emit("agent_started", outcome.frame.agent, by=frame.agent)
                 continue
-            stack.pop()
+            if outcome.kind in ("hand_back", "switch"):
+                frame = self._suspend_chain(frame, ctx)
+            else:
+                stack.pop()
             self._finished(frame, outcome, ctx)
             if stack:
                 parent = stack[-1]
@@ -205,6 +209,23 @@ class Engine:
         if stack:
             ctx.input.state = "taken"
             stack[-1].waiting = True
+
+    def _suspend_chain(self, frame: Frame, ctx: TurnContext) -> Frame:
+        """An agent called by another (a flow's `call`) gave the message back: the router below them
+        must route it, so the caller and its callees step aside together and come back together.
+        Returns the bottom frame of what was taken off the stack, its callees kept in `called`."""
+        stack = ctx.state.stack
+        frame.waiting = True  # it comes back waiting for the user's next message
+        below = max((i for i, f in enumerate(stack[:-1]) if f.kind == "router"), default=None)
+        if below is None or below == len(stack) - 2:
+            return stack.pop()
+        chain = stack[below + 1:]
+        del stack[below + 1:]
+        base = chain[0]
+        base.called = chain[1:]
+        ctx.log.emit("step", base.agent, action="steps aside with the agent it called",
+                     called=[f.agent for f in base.called])
+        return base
 
     def _finished(self, frame: Frame, outcome: Outcome, ctx: TurnContext) -> None:
         if frame.graph == "setup":

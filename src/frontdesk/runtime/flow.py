@@ -52,21 +52,36 @@ class FlowExecutor:
                 if frame.returns:
                     self._end_subflow(frame, ctx, "success", "")
                     continue
-                return Outcome.done()
+                return self._pass_on_rest(frame, ctx, Outcome.done())
             node = graph.nodes[frame.node]
             outcome = self._step(node, frame, ctx, graph)
             if outcome is not None:
-                return outcome
+                return self._pass_on_rest(frame, ctx, outcome)
         ctx.log.emit("error", frame.agent, where="flow",
                      message=f"the flow ran {MAX_STEPS_PER_RUN} steps without waiting for the user; "
                              "is there a loop without a `user` step or `tries`?")
         return Outcome.done("error", "flow step limit reached")
+
+    @staticmethod
+    def _pass_on_rest(frame: Frame, ctx: TurnContext, outcome: Outcome) -> Outcome:
+        """The message this flow answered with also asks for another member's task (`also` of the
+        understand call): once the flow has done what the answer leads to, that agent gets the message
+        in the same turn, and a flow that still has questions steps aside until it is done."""
+        inp = ctx.input
+        if inp.also is None or not inp.taken_by(frame) or outcome.kind not in ("wait", "done"):
+            return outcome
+        inp.give_back(frame, f"the message also asks for {inp.also}", used=True)
+        if outcome.kind == "done":
+            return outcome
+        frame.waiting = True
+        return Outcome("switch", target=inp.also)
 
     def child_finished(self, frame: Frame, child: Frame, outcome: Outcome, ctx: TurnContext) -> None:
         graph = graph_of(ctx, frame)
         node = graph.nodes.get(frame.node) if graph and frame.node else None
         if isinstance(node, InvokeNode) and node.target == child.agent:
             frame.node = node.next
+            frame.waiting = False  # its next question is a new one: the message before it is no answer
         elif isinstance(node, ListenNode):
             frame.waiting = False  # after a fallback agent: listen again
 
@@ -161,6 +176,7 @@ class FlowExecutor:
         choice = self._choose_by_embedding(branch, switches, frame, ctx, tentative) if branch else None
         ask_choice = branch is not None and choice is None and (ctx.llm_classifies or not tentative)
         extracted: dict[str, Any] = {}
+        call: dict[str, Any] = {}
         if (ask_choice or extract) and (ctx.llm is not None or not tentative):
             agent = ctx.program.agents[frame.agent]
             request = prompts.understand_request(
@@ -187,6 +203,10 @@ class FlowExecutor:
             return Outcome("switch", target=choice[7:]), True
         cases = {k for k, _ in claims_choices(branch)}
         frame.decisions[branch.id] = choice if choice in cases else prompts.NONE_CHOICE
+        also = str(call.get("also") or "") if ask_choice else ""
+        if also in {s.name for s in switches} and also != frame.agent:
+            ctx.input.also = also
+            ctx.log.emit("step", frame.agent, action="the message also asks for another agent", agent=also)
         return None, choice in cases
 
     def _reject_earlier_answer(self, node: ListenNode, frame: Frame, ctx: TurnContext) -> None:

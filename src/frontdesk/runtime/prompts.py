@@ -108,10 +108,13 @@ def understand_plan(agent: Agent, choices: list[tuple[str, list[str]]], switches
         none_option,
     ]
     extract_intro = "Fill in the values the user gave for these arguments (leave out any the user did not give):"
+    also_line = Fixed("ALSO_OPTION", "If the message answers with an option above and also asks for another "
+                                     "agent's task, name that agent in `also`.")
     system = Message("system", [
         Fixed("UNDERSTAND_ROLE", f'You read the user\'s latest message for the "{agent.name}" step of a conversation'),
         Value("sys.agent.description", about),
         Maybe("sys.claims_cases", choice_shape, present=asks_choice, parts=choice_parts),
+        Maybe("sys.switch_agents", [also_line], present=bool(switches), parts=[also_line]),
         Maybe("sys.args_to_extract", [Fixed("EXTRACT_INSTRUCTIONS", extract_intro), Value("sys.args_to_extract", "")],
               present=bool(extract),
               parts=[Fixed("EXTRACT_INSTRUCTIONS", extract_intro), Value("sys.args_to_extract", ", ".join(extract))]),
@@ -138,6 +141,8 @@ def understand_request(
         enum = [k for k, _ in choices] + [f"switch:{s.name}" for s in switches] + [NONE_CHOICE]
         props["choice"] = {"type": "string", "enum": enum}
         required.append("choice")
+    if switches:
+        props["also"] = {"type": "string", "enum": [s.name for s in switches] + [NONE_CHOICE]}
     if extract:
         props["args"] = {"type": "object", "properties": {name: {} for name in extract}}
     tool = ToolSchema(
@@ -199,12 +204,13 @@ def reasoning_tools(agent: ReasoningAgent, tools: dict[str, ToolDef]) -> list[To
         ))
     out.append(ToolSchema(
         name=FINISH_TOOL,
-        description="End your task.",
+        description="End your task. `rest`: what the user's last message asks beyond your task (\"\" if nothing).",
         parameters={
             "type": "object",
             "properties": {
                 "status": {"type": "string", "enum": ["success", "error"]},
                 "message": {"type": "string"},
+                "rest": {"type": "string"},
             },
         },
     ))

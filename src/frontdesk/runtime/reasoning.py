@@ -98,9 +98,11 @@ class ReasoningExecutor:
                 return Outcome("hand_back", message=str(hand_back.get("reason", "")))
             if finish is not None:
                 status = "error" if str(finish.get("status", "success")) == "error" else "success"
-                if status == "success":
-                    # The message that completed the task may ask for more: the router gets to see it.
-                    ctx.input.give_back(frame, "the agent finished its task")
+                rest = finish.get("rest")
+                if status == "success" and (rest is None or str(rest).strip()):
+                    # The message that completed the task may ask for more (the model said so, or did not
+                    # say): the router gets to see it.
+                    ctx.input.give_back(frame, "the agent finished its task", used=True)
                 return Outcome.done(status, str(finish.get("message", "")))
             if response.content and all(c.name == prompts.SET_ARGS_TOOL for c in response.tool_calls):
                 # The model noted what it learnt and spoke to the user: its turn is over.

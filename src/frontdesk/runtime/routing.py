@@ -36,8 +36,12 @@ class RouterExecutor:
         if not ctx.input.is_open:
             return self._after_message(frame, ctx)
         frame.waiting = False
-        chosen = frame.decisions.pop("route", None)
-        if chosen in ctx.input.passed:
+        chosen = frame.decisions.pop("route", None) or ctx.input.also
+        if chosen is not None and chosen == ctx.input.also:
+            ctx.log.emit("route_decided", router.name, agent=chosen, by="the agent that read the message",
+                         reason="the message also asks for this")
+        ctx.input.also = None
+        if chosen in ctx.input.passed or chosen not in {m.agent for m in router.members}:
             chosen = None
         chosen = chosen or self._choose(router, frame, ctx)
         if chosen == ASKED:
@@ -45,20 +49,30 @@ class RouterExecutor:
             frame.waiting = True
             return Outcome.wait()
         if chosen is None:
-            if ctx.input.passed and ctx.said:
-                # An agent finished on this message and answered it; nobody else wants the rest.
+            if ctx.input.passed and (ctx.said or ctx.input.used):
+                # An agent finished on this message (and answered it); nobody else wants the rest.
                 ctx.input.state = "taken"
                 return self._after_message(frame, ctx)
             return self._fallback(router, frame, ctx)
-        paused = next((f for f in frame.suspended if f.agent == chosen), None)
+        paused = next((f for f in reversed(frame.suspended) if chosen in (f.agent, *(c.agent for c in f.called))),
+                      None)
         if paused is not None:
             # The user came back to an interrupted task: it takes the message where it stopped.
             frame.suspended.remove(paused)
             paused.offered = False
-            ctx.log.emit("agent_resumed", chosen, by=frame.agent)
-            ctx.input.offer(paused, frame.agent)
-            return Outcome.push(paused)
+            top = self._restore(paused, ctx)
+            ctx.log.emit("agent_resumed", top.agent, by=frame.agent)
+            ctx.input.offer(top, frame.agent)
+            return Outcome.push(top)
         return Outcome.push(self._activate(router, chosen, ctx))
+
+    @staticmethod
+    def _restore(paused: Frame, ctx: TurnContext) -> Frame:
+        """Put a suspended member back with the agents it had called above it; the top one runs."""
+        chain = [paused, *paused.called]
+        paused.called = []
+        ctx.state.stack.extend(chain[:-1])
+        return chain[-1]
 
     def child_finished(self, frame: Frame, child: Frame, outcome: Outcome, ctx: TurnContext) -> None:
         if child.graph == "setup":
@@ -167,6 +181,9 @@ class RouterExecutor:
             resumed = self._resume(frame, ctx)
             if resumed is not None:
                 return resumed
+        if ctx.input.text is not None and not ctx.said:
+            # An agent finished on the message without a word: the user still gets an answer.
+            ctx.say(frame.agent, ANYTHING_ELSE, frame)
         frame.waiting = True
         return Outcome.wait()
 
@@ -176,18 +193,20 @@ class RouterExecutor:
         if ctx.state.turn - child.suspended_at > STALE_AFTER_TURNS:
             if not child.offered:
                 child.offered = True
-                agent = ctx.program.agents.get(child.agent)
+                name = child.agent
+                agent = ctx.program.agents.get(name)
                 what = (agent.description.strip().rstrip(".") if agent and agent.description.strip()
-                        else child.agent.replace("_", " "))
-                ctx.log.emit("step", frame.agent, action="offer an interrupted task", agent=child.agent,
+                        else name.replace("_", " "))
+                ctx.log.emit("step", frame.agent, action="offer an interrupted task", agent=name,
                              waited_turns=ctx.state.turn - child.suspended_at)
                 ctx.say(frame.agent, f"We can get back to what we left earlier whenever you like ({what}).", frame)
             return None
         frame.suspended.pop()
-        ctx.log.emit("agent_resumed", child.agent, by=frame.agent)
-        if child.last_prompt:
-            ctx.say(child.agent, child.last_prompt, child)
-        return Outcome.push(child)
+        top = self._restore(child, ctx)
+        ctx.log.emit("agent_resumed", top.agent, by=frame.agent)
+        if top.last_prompt:
+            ctx.say(top.agent, top.last_prompt, top)
+        return Outcome.push(top)
 
     def _fallback(self, router: RouterAgent, frame: Frame, ctx: TurnContext) -> Outcome:
         policy = router.fallback

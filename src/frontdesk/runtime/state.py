@@ -37,6 +37,9 @@ class Frame(BaseModel):
     rejected: dict[str, list[Any]] = Field(default_factory=dict)  # arg -> values the flow asked again for
     messages: list[dict[str, Any]] = Field(default_factory=list)  # reasoning agents' transcript
     suspended: list["Frame"] = Field(default_factory=list)  # routers: members interrupted by a switch
+    # a suspended member's own callees (an agent its flow called), bottom first: they go back on the
+    # stack above it when it resumes
+    called: list["Frame"] = Field(default_factory=list)
     active_member: str | None = None  # routers: the member currently handling the conversation
     suspended_at: int = 0  # the turn in which this frame was suspended
     offered: bool = False  # a stale suspended frame the user was told they can come back to
