@@ -373,3 +373,46 @@ def test_a_flow_answer_that_also_asks_for_another_agent_reaches_it_in_the_same_t
     llm.assert_finished()  # no route call: the understand call named the agent
     assert [m.text for m in run.turns[-1].messages] == ["Order placed for (none).", "Delivery takes two days."]
     assert not run.events_of("fallback")
+
+
+class NothingFits:
+    """An understanding model sure that no option fits any message (every score low)."""
+
+    name = "stub"
+
+    def decide(self, message, options, task, thresholds=None):
+        scores = {o.key: 0.1 for o in options}
+        return Decision(choice=None, score=0.1, margin=0.0, sure=True, scores=scores, best=options[0].key)
+
+
+def test_nothing_fits_from_embeddings_is_checked_with_the_llm_when_there_is_one(tmp_path):
+    """"I'll take it" is unlike every example; with an LLM there, the router and the flow ask it
+    instead of falling back (hybrid mode, issue 7)."""
+    llm = ScriptedProvider([
+        {"purpose": "route", "call": "route", "with": {"agent": "checkout"}},
+        {"purpose": "understand", "call": "understand", "with": {"choice": "none"}},
+        {"purpose": "understand", "call": "understand", "with": {"choice": "2"}},
+    ])
+    llm.can_classify = True
+    engine = Engine(shop(tmp_path), llm, MemorySessionStore(), understanding=NothingFits())
+    sid = engine.start().session_id
+    engine.send(sid, "I'll take it")
+    result = engine.send(sid, "Nah")
+    llm.assert_finished()
+    assert [m.text for m in result.messages] == ["Order placed for (none)."]
+    assert not [e for e in engine.store.events(sid) if e["type"] == "fallback"]
+
+
+def test_a_bare_number_is_an_answer_not_a_topic_switch(tmp_path):
+    llm = ScriptedProvider([
+        {"purpose": "reason", "reply": "Which kettle size do you want, in litres?"},
+        {"purpose": "reason", "reply": "A 2 litre kettle, noted. Anything else?"},
+    ])
+    llm.can_classify = True
+    engine = Engine(shop(tmp_path), llm, MemorySessionStore(), understanding=SureUnderstanding({"2": "faq"}))
+    sid = engine.start().session_id
+    engine.send(sid, "Recommend me a kettle")
+    result = engine.send(sid, "2")
+    llm.assert_finished()
+    assert [m.text for m in result.messages] == ["A 2 litre kettle, noted. Anything else?"]
+    assert not [e for e in engine.store.events(sid) if e["type"] == "agent_suspended"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import lru_cache
 from typing import Any
 
@@ -25,7 +26,7 @@ from frontdesk.nlu.matcher import polarity
 from frontdesk.runtime import prompts
 from frontdesk.runtime.options import claims_options
 from frontdesk.runtime.context import Outcome, TurnContext
-from frontdesk.runtime.policies import apply_fallback, new_frame
+from frontdesk.runtime.policies import answers_yes_no, apply_fallback, few_words, new_frame
 from frontdesk.runtime.state import Frame
 
 MAX_STEPS_PER_RUN = 500
@@ -240,13 +241,19 @@ class FlowExecutor:
         With no LLM to ask, an unsure decision is "none" (the fallback asks the user again), never
         a guess; a message that merely started the agent is matched only when the model is sure."""
         message = ctx.input.text or ctx.last_user_message()
-        if polarity(message) and len(message.split()) <= SHORT_ANSWER_WORDS:
-            switches = []  # "no thanks" answers the question; it is not a change of topic
+        if (polarity(message) and len(message.split()) <= SHORT_ANSWER_WORDS) or \
+                (ctx.llm_classifies and answers_yes_no(message)) or few_words(message):
+            # "no thanks" (or "No, I don't need a new card" when an LLM can read the rest, or a bare
+            # number) answers the question; it is not a change of topic
+            switches = []
         options = claims_options(branch) + [
             Option(f"switch:{o.key}", o.examples) for o in ctx.agent_options([a.name for a in switches])]
         decision = ctx.embed_decide(message, options, "claims", frame.agent)
         if decision is None:
             return None
+        if decision.sure and decision.choice is None and ctx.llm_classifies:
+            # unlike every example is not the same as none of the cases: the LLM reads it
+            decision = replace(decision, sure=False)
         if decision.sure or not ctx.llm_classifies:
             choice = decision.choice if decision.sure else None
             by = "embedding" if decision.sure else "embedding (unsure, no LLM to ask: none)"

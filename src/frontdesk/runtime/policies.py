@@ -78,6 +78,12 @@ def answers_yes_no(message: str) -> bool:
     return any(polarity(w) > 0 or w in ("no", "nope", "nah") for w in words[:YES_NO_WORDS])
 
 
+def few_words(message: str) -> bool:
+    """A message with fewer than two words of letters ("12345678", "OK") carries too little for an
+    embedding to say it changes the subject: it is an answer to the question asked."""
+    return len(re.findall(r"[^\W\d_]{2,}", message)) < 2
+
+
 def shares_data(router, agent: str, other: str) -> bool:
     """Whether two members of a router are bound to the same router argument: the first hands its
     result to the second (a book chosen for an order), so it must finish before the other starts."""
@@ -97,6 +103,9 @@ def clear_topic_switch(ctx: TurnContext, frame: Frame, message: str) -> str | No
         return None
     router = ctx.program.agents.get(stack[-2].agent)
     if not isinstance(router, RouterAgent) or not frame.said_since_start:
+        return None
+    if few_words(message):
+        ctx.log.emit("step", frame.agent, action="no topic switch: too few words to change the subject")
         return None
     if ctx.llm_classifies and (frame.last_prompt or "").rstrip().endswith("?") and answers_yes_no(message):
         # The agent's model can take the answer and pass on the rest (with no such model, an

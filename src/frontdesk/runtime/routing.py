@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from frontdesk.ir.models import RouterAgent
 from frontdesk.nlu.matcher import polarity
@@ -109,6 +110,11 @@ class RouterExecutor:
         asked = frame.decisions.pop("clarify", None)
         if decision is not None and not decision.sure and not ctx.llm_classifies:
             return self._clarify(router, frame, ctx, decision, asked.split("|") if asked else None)
+        if decision is not None and decision.sure and decision.choice is None and ctx.llm_classifies:
+            # "Nothing fits" from the embedding model means the message is unlike every example
+            # ("I'll take it", what an agent left of its message): the LLM is asked rather than the
+            # user being told no one can help.
+            decision = replace(decision, sure=False)
         if decision is not None and decision.sure:
             ctx.log.emit("route_decided", router.name, agent=decision.choice, by="embedding",
                          score=round(decision.score, 3), margin=round(decision.margin, 3))
