@@ -22,6 +22,16 @@ FINISH_TOOL = "finish"
 HAND_BACK_TOOL = "hand_back"
 
 
+# A routing or understanding decision is about the latest message: the messages just before it (the
+# question it answers) are what it needs, not the whole conversation.
+DECISION_WINDOW = 6
+
+
+def decision_window(window: int) -> int:
+    """How many recent messages a route or understand call shows (the program's window, at most 6)."""
+    return min(window, DECISION_WINDOW) if window else DECISION_WINDOW
+
+
 def history_messages(history: list[HistoryItem], window: int) -> list[ChatMessage]:
     out = []
     for item in history[-window:] if window else history:
@@ -78,7 +88,7 @@ def route_request(router: Agent, candidates: list[Agent], history: list[HistoryI
             "required": ["agent"],
         },
     )
-    plan = route_plan(router, candidates, history, window)
+    plan = route_plan(router, candidates, history, decision_window(window))
     return _request("route", plan, tools=[tool], tool_choice=ROUTE_TOOL)
 
 
@@ -150,7 +160,7 @@ def understand_request(
         description="Report what the user's latest message means.",
         parameters={"type": "object", "properties": props, "required": required},
     )
-    plan = understand_plan(agent, choices, switches, extract, history, window)
+    plan = understand_plan(agent, choices, switches, extract, history, decision_window(window))
     return _request("understand", plan, tools=[tool], tool_choice=UNDERSTAND_TOOL)
 
 
@@ -168,9 +178,8 @@ def reasoning_plan(agent: ReasoningAgent, values: dict[str, Any], messages: list
               parts=[Fixed("ARGS_HEADER", "Arguments you keep track of (record a value as soon as you learn it "
                                           f"by calling {SET_ARGS_TOOL}):"),
                      Each("arg", "sys.agent.args", [], [[arg_line(k, v)] for k, v in values.items()])]),
-        Fixed("REASONING_RULES", f"When your task is complete, call {FINISH_TOOL}. If the user asks for something "
-                                 f"outside your task, call {HAND_BACK_TOOL} so another agent can help. Otherwise "
-                                 "reply to the user."),
+        Fixed("REASONING_RULES", f"Task complete: call {FINISH_TOOL}. The user wants something outside your task: "
+                                 f"call {HAND_BACK_TOOL}. Otherwise reply to the user."),
     ])
     shape = [
         Message("user", [Value("env.user_message", "", "[m]")]),
@@ -190,25 +199,44 @@ def reasoning_plan(agent: ReasoningAgent, values: dict[str, Any], messages: list
                               "conversation so far, the agent's tool calls and their results)")
 
 
+def _without_repeated_descriptions(parameters: dict[str, Any], seen: set[tuple[str, str]]) -> dict[str, Any]:
+    """A tool's parameters with the description of a parameter left out when an earlier tool of the
+    same request described the same parameter in the same words (`username` in every banking tool)."""
+    props = parameters.get("properties")
+    if not isinstance(props, dict):
+        return parameters
+    kept = {}
+    for name, schema in props.items():
+        text = schema.get("description") if isinstance(schema, dict) else None
+        if isinstance(text, str) and (name, text) in seen:
+            schema = {k: v for k, v in schema.items() if k != "description"}
+        elif isinstance(text, str):
+            seen.add((name, text))
+        kept[name] = schema
+    return {**parameters, "properties": kept}
+
+
 def reasoning_tools(agent: ReasoningAgent, tools: dict[str, ToolDef]) -> list[ToolSchema]:
     out = []
+    seen: set[tuple[str, str]] = set()
     for name in agent.tools:
         tdef = tools.get(name)
         if tdef is not None:
-            out.append(ToolSchema(name=name, description=tdef.description, parameters=tdef.json_schema()))
+            out.append(ToolSchema(name=name, description=tdef.description,
+                                  parameters=_without_repeated_descriptions(tdef.json_schema(), seen)))
     if agent.args:
         out.append(ToolSchema(
             name=SET_ARGS_TOOL,
-            description="Record values of your arguments.",
+            description="Record argument values.",
             parameters={"type": "object", "properties": {a.name: {} for a in agent.args}},
         ))
     out.append(ToolSchema(
         name=FINISH_TOOL,
-        description="End your task. `rest`: what the user's last message asks beyond your task (\"\" if nothing).",
+        description="End your task. rest: what the user's last message asks beyond it (\"\" if nothing).",
         parameters={
             "type": "object",
             "properties": {
-                "status": {"type": "string", "enum": ["success", "error"]},
+                "status": {"enum": ["success", "error"]},
                 "message": {"type": "string"},
                 "rest": {"type": "string"},
             },
@@ -216,8 +244,8 @@ def reasoning_tools(agent: ReasoningAgent, tools: dict[str, ToolDef]) -> list[To
     ))
     out.append(ToolSchema(
         name=HAND_BACK_TOOL,
-        description="Give the conversation back because the user wants something outside your task.",
-        parameters={"type": "object", "properties": {"reason": {"type": "string"}}},
+        description="The user wants something outside your task.",
+        parameters={"type": "object", "properties": {}},
     ))
     return out
 
