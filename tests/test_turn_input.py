@@ -416,3 +416,72 @@ def test_a_bare_number_is_an_answer_not_a_topic_switch(tmp_path):
     llm.assert_finished()
     assert [m.text for m in result.messages] == ["A 2 litre kettle, noted. Anything else?"]
     assert not [e for e in engine.store.events(sid) if e["type"] == "agent_suspended"]
+
+
+def test_a_tool_call_with_a_required_argument_left_blank_does_not_run(tmp_path):
+    """SmolLM2 called action_add_payee with every argument "" on each turn: a tool never runs on
+    values nobody gave; a blank one the agent already knows is filled in."""
+    (tmp_path / "tools.py").write_text(textwrap.dedent('''
+        CALLS = []
+
+        def pay(payee: str, who: str):
+            """Pay a payee."""
+            CALLS.append((payee, who))
+            return {"status": "success", "message": f"paid {payee} for {who}"}
+    '''), encoding="utf-8")
+    (tmp_path / "agents.yml").write_text(textwrap.dedent("""
+        tools:
+          - tools.py
+        main:
+          type: llm agent
+          args: [who, payee]
+          prompt: Pay the payee the user names.
+          uses: [pay]
+    """), encoding="utf-8")
+    prog, diags = load_program(tmp_path)
+    assert prog is not None, [d.format() for d in diags]
+    llm = ScriptedProvider([
+        {"purpose": "reason", "reply": "Hello, whom shall I pay?"},
+        {"purpose": "reason", "calls": [{"name": "pay", "arguments": {"payee": "", "who": ""}}]},
+        {"purpose": "reason", "reply": "Who should I pay?"},
+    ])
+    run = run_conversation(prog, ["Pay someone"], llm)
+    llm.assert_finished()
+    assert run.events_of("tool_called") == []
+    assert any("without payee" in e["data"].get("message", "") for e in run.events_of("error"))
+
+
+def test_an_llm_agents_route_examples_include_its_prompt_and_tools():
+    from frontdesk.runtime.options import route_options
+
+    prog, _ = load_program(EXAMPLES / "retail_banking")
+    options = {o.key: o.examples for o in route_options(prog, ["transfer_money", "kb"])}
+    assert "Send money to an authorised payee now." in options["transfer_money"]
+    assert any(e.startswith("You help the customer send money") for e in options["transfer_money"])
+
+
+class Likely:
+    """Unsure by the calibrated thresholds, but close to the advisor's examples and ahead."""
+
+    name = "stub"
+
+    def __init__(self, score, margin):
+        self.score, self.margin = score, margin
+
+    def decide(self, message, options, task, thresholds=None):
+        keys = [o.key for o in options]
+        scores = {k: self.score - (0 if k == "advisor" else self.margin) for k in keys}
+        return Decision(choice="advisor", score=self.score, margin=self.margin, sure=False, scores=scores,
+                        best="advisor")
+
+
+def test_with_no_llm_a_likely_route_is_taken_and_an_unsure_one_asks(tmp_path):
+    prog = shop(tmp_path)
+    llm = ScriptedProvider([{"purpose": "reason", "reply": "How about the Blue Kettle?"}])
+    llm.can_classify = False  # a small local model: it writes replies but does not decide routes
+    engine = Engine(prog, llm, MemorySessionStore(), understanding=Likely(0.8, 0.05))
+    sid = engine.start().session_id
+    assert [m.text for m in engine.send(sid, "I need a present").messages] == ["How about the Blue Kettle?"]
+    engine = Engine(prog, None, MemorySessionStore(), understanding=Likely(0.5, 0.05))
+    sid = engine.start().session_id
+    assert engine.send(sid, "I need a present").messages[0].text.startswith("Just to be sure I understand")

@@ -14,6 +14,7 @@ from frontdesk.ir.models import (
     FlowAgent,
     KnowledgeAgent,
     Program,
+    ReasoningAgent,
     RouterAgent,
 )
 from frontdesk.nlu.base import Option
@@ -22,6 +23,8 @@ MAX_EXAMPLES_PER_AGENT = 40
 MAX_ROUTE_EXAMPLES = 60
 # Headings and questions of a knowledge agent's documents count for less than its own phrases.
 DOCUMENT_PHRASE_WEIGHT = 0.85
+# weight of an LLM agent's prompt opening and tool descriptions among its route examples
+TASK_PHRASE_WEIGHT = 0.9
 
 
 def agent_examples(program: Program, name: str) -> tuple[str, ...]:
@@ -78,9 +81,27 @@ def route_options(program: Program, names: list[str], root: Path | None = None) 
         if root is not None and isinstance(agent, KnowledgeAgent):
             for phrase in knowledge_phrases(agent, root):
                 weighted.setdefault(phrase, DOCUMENT_PHRASE_WEIGHT)
+        if isinstance(agent, ReasoningAgent):
+            for phrase in task_phrases(program, agent):
+                weighted.setdefault(phrase, TASK_PHRASE_WEIGHT)
         kept = list(weighted.items())[:MAX_ROUTE_EXAMPLES]
         options.append(Option(key=name, examples=tuple(e for e, _ in kept), weights=tuple(w for _, w in kept)))
     return options
+
+
+def task_phrases(program: Program, agent: ReasoningAgent) -> list[str]:
+    """What an LLM agent does, in its designer's words: the first sentence of its prompt and what its
+    tools do ("Send money to an authorised payee now.")."""
+    phrases = []
+    first = re.split(r"(?<=[.!?])\s|\n", agent.instructions.strip(), maxsplit=1)[0].strip()
+    if 4 <= len(first.split()) <= 30:
+        phrases.append(first)
+    for name in agent.tools:
+        tool = program.tools.get(name)
+        text = (tool.description or "").strip() if tool is not None else ""
+        if text:
+            phrases.append(re.split(r"(?<=[.!?])\s|\n", text, maxsplit=1)[0].strip())
+    return phrases
 
 
 def knowledge_phrases(agent: KnowledgeAgent, root: Path) -> list[str]:

@@ -132,9 +132,22 @@ class ReasoningExecutor:
             return f"error: there is no tool named {call.name}; available: {', '.join(agent.tools) or 'none'}"
         args = dict(call.arguments)
         values = ctx.values(agent.name)
+        blank = []
         for param in ctx.program.tools[call.name].params:
-            # Arguments the agent already knows fill parameters the model left out.
-            if param.name not in args and values.get(param.name) is not None:
+            # Arguments the agent already knows fill parameters the model left out or left blank.
+            if _blank(args.get(param.name)) and not _blank(values.get(param.name)):
                 args[param.name] = values[param.name]
+            elif param.required and _blank(args.get(param.name)):
+                blank.append(param.name)
+        if blank:
+            # A tool never runs on values nobody gave (a model filling in "" for a payee name).
+            ctx.log.emit("error", agent.name, where="reasoning", tool=call.name,
+                         message=f"the model called {call.name} without {', '.join(blank)}; not run")
+            return (f"error: {call.name} was not run: {', '.join(blank)} has no value; ask the user for it "
+                    "before calling it")
         result = ctx.call_tool(call.name, args, agent.name, frame)
         return result.for_model()
+
+
+def _blank(value: Any) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip()) or value in ([], {})
