@@ -271,7 +271,7 @@ class IdealModel:
             elif kind == "understand":
                 content, calls, answer = self._understand(agent, system, schemas[UNDERSTAND_TOOL])
             elif kind == "reason":
-                content, calls, answer = self._reason(agent, set(tool_names))
+                content, calls, answer = self._reason(agent, schemas)
             elif kind == "kb_answer" and self.catalog.kinds.get(agent or "") == "knowledge":
                 content, calls, answer = self._kb_answer(agent, system)
             else:
@@ -366,25 +366,42 @@ class IdealModel:
                 return key
         return None
 
-    def _reason(self, agent, offered: set[str]) -> tuple[str | None, list, str]:
+    def _reason(self, agent, schemas: dict[str, dict[str, Any]]) -> tuple[str | None, list, str]:
+        offered = set(schemas)
+        hand_back_fields = (schemas.get(HAND_BACK_TOOL) or {}).get("properties") or {}
+        finish_fields = (schemas.get(FINISH_TOOL) or {}).get("properties") or {}
         script = self.oracle.model.get(agent or "")
-        if not script:
-            return None, [(HAND_BACK_TOOL, {"reason": "the user asks for something another agent does"})], "hand_back"
+        if not script or self._next_step.get(agent, 0) >= len(script):
+            # not this agent's message, or asked again after its script ended: nothing for it here
+            why = "nothing more for me in this message" if script else "the user asks for something another agent does"
+            arguments: dict[str, Any] = {"reason": why}
+            if "to" in hand_back_fields:  # the agent beside it the message is for, when asked to name it
+                beside = (finish_fields.get("next") or {}).get("enum") or []
+                to = self._next_handler(set(hand_back_fields["to"].get("enum") or beside))
+                if to:
+                    arguments["to"] = to
+            described = "hand_back" + (" (script done)" if script else "") + (f" to {arguments['to']}" if "to" in arguments else "")
+            return None, [(HAND_BACK_TOOL, arguments)], described
         self._served.add(agent)
         index = self._next_step.get(agent, 0)
-        if index >= len(script):  # asked again after its script ended: nothing more to do with this message
-            return None, [(HAND_BACK_TOOL, {"reason": "nothing more for me in this message"})], "hand_back (script done)"
         self._next_step[agent] = index + 1
         step = script[index]
         calls = step_tool_calls(step)
         agents = self.oracle.agents
         more = agent in agents and agents.index(agent) < len(agents) - 1
-        # `rest` of finish: what the message asks beyond this agent's task ("" when nothing)
-        calls = [(name, {**args, "rest": self.oracle.user if more else ""}) if name == FINISH_TOOL else (name, args)
-                 for name, args in calls]
+        if "next" in finish_fields:
+            # `next` of finish: the agent the rest of the message is for ("none" when nothing is left)
+            nxt = self._after(agent, set(finish_fields["next"].get("enum") or [])) if more else None
+            extra = {"next": nxt or NONE_CHOICE}
+        else:
+            # `rest` of finish: what the message asks beyond this agent's task ("" when nothing)
+            extra = {"rest": self.oracle.user if more else ""}
+        calls = [(name, {**args, **extra}) if name == FINISH_TOOL else (name, args) for name, args in calls]
         content = step.get(REPLY_KEY)
         unknown = [name for name, _ in calls if name not in offered]
         described = ", ".join(name for name, _ in calls) + (f" reply {content!r:.40}" if content else "")
+        if "next" in extra and extra["next"] != NONE_CHOICE and any(n == FINISH_TOOL for n, _ in calls):
+            described += f" next {extra['next']}"
         if unknown:
             described += f" (not offered: {', '.join(unknown)})"
         return content, calls, described

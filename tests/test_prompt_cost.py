@@ -53,3 +53,48 @@ def test_route_and_understand_calls_show_only_the_recent_messages():
     understand = prompts.understand_request(flow, [("1", ["yes"])], [], [], history, 2)
     shown = json.dumps([m.content for m in understand.messages])
     assert "message number 28" in shown and "message number 27" not in shown  # a smaller program window wins
+
+
+def test_finish_names_the_agent_beside_it_and_hand_back_may_too():
+    program = banking()
+    agent = program.agents["transfer_money"]
+    alone = {s.name: s for s in prompts.reasoning_tools(agent, program.tools)}
+    assert "next" not in alone[prompts.FINISH_TOOL].parameters["properties"]
+    beside = {s.name: s for s in prompts.reasoning_tools(agent, program.tools, ["kb", "check_balance"])}
+    finish = beside[prompts.FINISH_TOOL].parameters["properties"]
+    assert finish["next"] == {"enum": ["kb", "check_balance", "none"]} and "rest" not in finish
+    # the names are listed once per request: hand_back's `to` refers to finish's list
+    assert beside[prompts.HAND_BACK_TOOL].parameters["properties"]["to"] == {"type": "string"}
+
+
+def test_a_tool_result_does_not_repeat_what_the_model_already_has():
+    from frontdesk.runtime.tools import ToolResult
+
+    listing = "Crown of Ash and Ivy by Selene Marsh ($19.99); Emberwild by Tamsin Reyes ($14.99)"
+    result = ToolResult(message=f"Best sellers in fantasy: {listing}",
+                        args={"genre": "fantasy", "book_info": listing, "count": 2})
+    text = result.for_model({"genre": "fantasy"})
+    assert text.count(listing) == 1  # the message holds it; values do not repeat it
+    assert "genre=" not in text  # the argument the model passed itself
+    assert "count=2" in text  # a value it did not have yet
+    # a value the tool changed is shown
+    assert "genre='Fantasy'" in ToolResult(args={"genre": "Fantasy"}).for_model({"genre": "fantasy"})
+
+
+def test_a_knowledge_answer_is_written_from_the_few_passages_near_the_best():
+    from frontdesk.llm import ScriptedProvider
+    from frontdesk.runtime.answering import ANSWER_PASSAGES, PASSAGE_FLOOR
+    from frontdesk.testing import run_conversation
+
+    program, _ = load_program(EXAMPLES / "bookstore")
+    llm = ScriptedProvider([
+        {"purpose": "route", "call": "route", "with": {"agent": "store_policy_kb"}},
+        {"purpose": "kb_answer", "reply": "Standard shipping takes 4 to 7 business days."},
+    ])
+    run = run_conversation(program, ["How long does shipping usually take?"], llm)
+    llm.assert_finished()
+    retrieved = [e for e in run.events_of("step") if e["data"].get("action") == "retrieve"][0]["data"]["passages"]
+    assert 1 <= len(retrieved) <= ANSWER_PASSAGES
+    assert all(p["score"] >= PASSAGE_FLOOR for p in retrieved)
+    sent = [e for e in run.events_of("llm_call") if e["data"].get("purpose") == "kb_answer"][0]
+    assert "[4]" not in json.dumps(sent["data"])

@@ -485,3 +485,69 @@ def test_with_no_llm_a_likely_route_is_taken_and_an_unsure_one_asks(tmp_path):
     engine = Engine(prog, None, MemorySessionStore(), understanding=Likely(0.5, 0.05))
     sid = engine.start().session_id
     assert engine.send(sid, "I need a present").messages[0].text.startswith("Just to be sure I understand")
+
+
+class RecordingProvider(ScriptedProvider):
+    """The scripted model, keeping the requests it was sent."""
+
+    def __init__(self, entries):
+        super().__init__(entries)
+        self.requests = []
+
+    def complete(self, request):
+        self.requests.append(request)
+        return super().complete(request)
+
+
+def test_finish_naming_the_next_agent_hands_the_rest_on_without_a_route_call(tmp_path):
+    llm = RecordingProvider([
+        {"purpose": "route", "call": "route", "with": {"agent": "advisor"}},
+        {"purpose": "reason", "reply": "I recommend the Blue Kettle. Would you like it?"},
+        # the model says the rest of the message is the checkout's: no route call follows
+        {"purpose": "reason", "calls": [{"name": "set_args", "arguments": {"picked": ["Blue Kettle"]}},
+                                        {"name": "finish", "arguments": {"next": "checkout"}}]},
+        {"purpose": "understand", "call": "understand", "with": {"choice": "none"}},
+    ])
+    run = run_conversation(shop(tmp_path), ["Can you recommend something?", "Yes please, I want to buy it"], llm)
+    llm.assert_finished()
+    assert [m.text for m in run.turns[-1].messages] == ["In your basket: Blue Kettle. Anything else?"]
+    decided = [e for e in run.events_of("route_decided") if e["data"].get("agent") == "checkout"]
+    assert decided and decided[-1]["data"]["by"] == "the agent that read the message"
+    # the tool told the model who may be named
+    reason = [c for c in llm.requests if c.purpose == "reason"][-1]
+    finish = next(t for t in reason.tools if t.name == "finish")
+    assert finish.parameters["properties"]["next"]["enum"] == ["checkout", "faq", "none"]
+
+
+def test_finish_with_next_none_keeps_the_message_and_an_unknown_name_is_routed(tmp_path):
+    def talk(named, extra):
+        llm = ScriptedProvider([
+            {"purpose": "route", "call": "route", "with": {"agent": "advisor"}},
+            {"purpose": "reason", "reply": "I recommend the Blue Kettle. Would you like it?"},
+            {"purpose": "reason", "calls": [{"name": "set_args", "arguments": {"picked": ["Blue Kettle"]}},
+                                            {"name": "finish", "arguments": {"next": named}}]},
+            *extra,
+        ])
+        run = run_conversation(shop(tmp_path), ["Recommend something", "Yes, that one"], llm)
+        llm.assert_finished()
+        return run
+
+    quiet = talk("none", [])
+    assert [m.text for m in quiet.turns[-1].messages] == ["Is there anything else I can help you with?"]
+    # a name that is no agent beside it: the router decides, as if the model had named none
+    routed = talk("the_moon", [{"purpose": "route", "call": "route", "with": {"agent": "none"}}])
+    assert not routed.events_of("fallback")
+
+
+def test_hand_back_naming_the_agent_costs_no_route_call(tmp_path):
+    llm = RecordingProvider([
+        {"purpose": "route", "call": "route", "with": {"agent": "advisor"}},
+        {"purpose": "reason", "reply": "I recommend the Blue Kettle. Would you like it?"},
+        {"purpose": "reason", "calls": [{"name": "hand_back", "arguments": {"to": "faq"}}]},
+    ])
+    run = run_conversation(shop(tmp_path), ["Recommend something", "How long does delivery take?"], llm)
+    llm.assert_finished()  # the faq answered without a route call
+    assert [m.text for m in run.turns[-1].messages][0] == "Delivery takes two days."
+    hand_back = next(t for t in [c for c in llm.requests if c.purpose == "reason"][-1].tools
+                     if t.name == "hand_back")
+    assert hand_back.parameters["properties"]["to"] == {"type": "string"}

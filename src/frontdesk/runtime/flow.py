@@ -26,7 +26,7 @@ from frontdesk.nlu.matcher import polarity
 from frontdesk.runtime import prompts
 from frontdesk.runtime.options import claims_options
 from frontdesk.runtime.context import Outcome, TurnContext
-from frontdesk.runtime.policies import answers_yes_no, apply_fallback, few_words, new_frame
+from frontdesk.runtime.policies import answers_yes_no, apply_fallback, few_words, new_frame, switch_candidates
 from frontdesk.runtime.state import Frame
 
 MAX_STEPS_PER_RUN = 500
@@ -420,18 +420,3 @@ def _args_read_after(graph_json: str, listen_id: str, agent: str) -> tuple[str, 
         stack.append(node.next)
     # An argument set anywhere on the way is the flow's own business, not the user's answer.
     return tuple(name for name in read if name not in assigned)
-
-
-def switch_candidates(ctx: TurnContext, frame: Frame):
-    """Other members of the router this frame was started by: where a topic switch may go."""
-    from frontdesk.ir.models import RouterAgent
-
-    stack = ctx.state.stack
-    if len(stack) < 2 or stack[-1] is not frame or stack[-2].kind != "router":
-        return []
-    router = ctx.program.agents.get(stack[-2].agent)
-    if not isinstance(router, RouterAgent):
-        return []
-    return [ctx.program.agents[m.agent] for m in router.members
-            if m.agent != frame.agent and m.agent in ctx.program.agents]
-

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from frontdesk.ir.models import Agent, Policy
+from frontdesk.ir.models import Agent, Policy, RouterAgent
 from frontdesk.runtime.context import Outcome, TurnContext
 from frontdesk.runtime.state import Frame
 
@@ -133,3 +133,15 @@ def clear_topic_switch(ctx: TurnContext, frame: Frame, message: str) -> str | No
                  reason="the user changed topic", score=round(decision.scores.get(best, 0.0), 3),
                  active_score=round(decision.scores.get(frame.agent, 0.0), 3))
     return best
+
+
+def switch_candidates(ctx: TurnContext, frame: Frame):
+    """Other members of the router this frame was started by: where a topic switch may go."""
+    stack = ctx.state.stack
+    if len(stack) < 2 or stack[-1] is not frame or stack[-2].kind != "router":
+        return []
+    router = ctx.program.agents.get(stack[-2].agent)
+    if not isinstance(router, RouterAgent):
+        return []
+    return [ctx.program.agents[m.agent] for m in router.members
+            if m.agent != frame.agent and m.agent in ctx.program.agents]

@@ -20,6 +20,9 @@ UNDERSTAND_TOOL = "understand"
 SET_ARGS_TOOL = "set_args"
 FINISH_TOOL = "finish"
 HAND_BACK_TOOL = "hand_back"
+REST_FIELD = "rest"  # finish: what the message asks beyond the task (an agent outside a router)
+NEXT_FIELD = "next"  # finish: the agent beside it that the rest of the message is for
+TO_FIELD = "to"  # hand_back: the agent beside it that the message is for
 
 
 # A routing or understanding decision is about the latest message: the messages just before it (the
@@ -216,7 +219,10 @@ def _without_repeated_descriptions(parameters: dict[str, Any], seen: set[tuple[s
     return {**parameters, "properties": kept}
 
 
-def reasoning_tools(agent: ReasoningAgent, tools: dict[str, ToolDef]) -> list[ToolSchema]:
+def reasoning_tools(agent: ReasoningAgent, tools: dict[str, ToolDef], others: list[str] = ()) -> list[ToolSchema]:
+    """The agent's tools and the built-in ones. `others` are the agents beside it under its router:
+    `finish` and `hand_back` then name the one the user's message (or what is left of it) is for,
+    so the router hands it on without a routing call of its own."""
     out = []
     seen: set[tuple[str, str]] = set()
     for name in agent.tools:
@@ -230,30 +236,29 @@ def reasoning_tools(agent: ReasoningAgent, tools: dict[str, ToolDef]) -> list[To
             description="Record argument values.",
             parameters={"type": "object", "properties": {a.name: {} for a in agent.args}},
         ))
-    out.append(ToolSchema(
-        name=FINISH_TOOL,
-        description="End your task. rest: what the user's last message asks beyond it (\"\" if nothing).",
-        parameters={
-            "type": "object",
-            "properties": {
-                "status": {"enum": ["success", "error"]},
-                "message": {"type": "string"},
-                "rest": {"type": "string"},
-            },
-        },
-    ))
+    finish: dict[str, Any] = {"status": {"enum": ["success", "error"]}, "message": {"type": "string"}}
+    if others:
+        finish[NEXT_FIELD] = {"enum": [*others, NONE_CHOICE]}
+        finish_about = (f"End your task. {NEXT_FIELD}: the agent for what the user's last message asks beyond it "
+                        f"(\"{NONE_CHOICE}\" if nothing).")
+    else:
+        finish[REST_FIELD] = {"type": "string"}
+        finish_about = f"End your task. {REST_FIELD}: what the user's last message asks beyond it (\"\" if nothing)."
+    out.append(ToolSchema(name=FINISH_TOOL, description=finish_about,
+                          parameters={"type": "object", "properties": finish}))
     out.append(ToolSchema(
         name=HAND_BACK_TOOL,
-        description="The user wants something outside your task.",
-        parameters={"type": "object", "properties": {}},
+        description="The user wants something outside your task" + (
+            f"; {TO_FIELD}: whose task it is (one of finish's {NEXT_FIELD} agents)." if others else "."),
+        parameters={"type": "object", "properties": {TO_FIELD: {"type": "string"}} if others else {}},
     ))
     return out
 
 
 def reasoning_request(agent: ReasoningAgent, values: dict[str, Any], messages: list[ChatMessage],
-                      tools: dict[str, ToolDef], talk_only: bool = False) -> LLMRequest:
+                      tools: dict[str, ToolDef], talk_only: bool = False, others: list[str] = ()) -> LLMRequest:
     """One step of an LLM agent; `talk_only` (no user message yet) offers it no tools at all."""
-    offered = [] if talk_only else reasoning_tools(agent, tools)
+    offered = [] if talk_only else reasoning_tools(agent, tools, others)
     return _request("reason", reasoning_plan(agent, values, messages), tools=offered)
 
 

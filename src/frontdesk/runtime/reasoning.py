@@ -8,7 +8,7 @@ from frontdesk.ir.models import ReasoningAgent
 from frontdesk.llm.base import ChatMessage, LLMError, ToolCall
 from frontdesk.runtime import prompts
 from frontdesk.runtime.context import Outcome, TurnContext
-from frontdesk.runtime.policies import clear_topic_switch, setup_frame
+from frontdesk.runtime.policies import clear_topic_switch, setup_frame, switch_candidates
 from frontdesk.runtime.state import Frame
 
 APOLOGY = "Sorry, something went wrong on my side. Let's try that again in a moment."
@@ -58,12 +58,13 @@ class ReasoningExecutor:
         pass
 
     def _loop(self, agent: ReasoningAgent, frame: Frame, ctx: TurnContext) -> Outcome:
+        others = [a.name for a in switch_candidates(ctx, frame)]
         for _ in range(agent.max_iterations):
             messages = [ChatMessage.model_validate(m) for m in recent(frame.messages, TRANSCRIPT_LIMIT)]
             # Before the user has said anything the agent may only talk: no tool runs unasked.
             unasked = not any(m.get("role") == "user" for m in frame.messages)
             request = prompts.reasoning_request(agent, ctx.values(agent.name), messages, ctx.program.tools,
-                                                talk_only=unasked)
+                                                talk_only=unasked, others=others)
             try:
                 response = ctx.complete(request, agent.name)
             except LLMError as exc:
@@ -95,14 +96,15 @@ class ReasoningExecutor:
                 return Outcome.wait()
             if hand_back is not None:
                 ctx.input.give_back(frame, "the agent handed the message back")
+                self._hand_on(hand_back.get(prompts.TO_FIELD), others, agent, ctx)
                 return Outcome("hand_back", message=str(hand_back.get("reason", "")))
             if finish is not None:
                 status = "error" if str(finish.get("status", "success")) == "error" else "success"
-                rest = finish.get("rest")
-                if status == "success" and (rest is None or str(rest).strip()):
+                if status == "success" and self._more_asked(finish, others):
                     # The message that completed the task may ask for more (the model said so, or did not
                     # say): the router gets to see it.
                     ctx.input.give_back(frame, "the agent finished its task", used=True)
+                    self._hand_on(finish.get(prompts.NEXT_FIELD), others, agent, ctx)
                 return Outcome.done(status, str(finish.get("message", "")))
             if response.content and all(c.name == prompts.SET_ARGS_TOOL for c in response.tool_calls):
                 # The model noted what it learnt and spoke to the user: its turn is over.
@@ -112,6 +114,24 @@ class ReasoningExecutor:
                      message=f"no answer after {agent.max_iterations} model calls")
         ctx.say(agent.name, APOLOGY, frame)
         return Outcome.done("error", "iteration limit reached")
+
+    @staticmethod
+    def _more_asked(finish: dict[str, Any], others: list[str]) -> bool:
+        """Whether the message that finished the task asks for more: `next` names an agent (or
+        `rest` has words); when the model said neither, the router is asked to be safe."""
+        named = finish.get(prompts.NEXT_FIELD)
+        if others and named is not None:
+            return str(named) != prompts.NONE_CHOICE
+        rest = finish.get(prompts.REST_FIELD)
+        return rest is None or bool(str(rest).strip())
+
+    @staticmethod
+    def _hand_on(named: Any, others: list[str], agent: ReasoningAgent, ctx: TurnContext) -> None:
+        """The model named the agent beside it that the message is for: the router hands it there
+        without a routing call of its own (an unknown name is ignored and the router decides)."""
+        if isinstance(named, str) and named in others and named not in ctx.input.passed:
+            ctx.input.also = named
+            ctx.log.emit("step", agent.name, action="the message is for another agent", agent=named)
 
     def _tool(self, call: ToolCall, agent: ReasoningAgent, frame: Frame, ctx: TurnContext) -> str:
         if call.name == prompts.SET_ARGS_TOOL:
@@ -146,7 +166,7 @@ class ReasoningExecutor:
             return (f"error: {call.name} was not run: {', '.join(blank)} has no value; ask the user for it "
                     "before calling it")
         result = ctx.call_tool(call.name, args, agent.name, frame)
-        return result.for_model()
+        return result.for_model(args)
 
 
 def _blank(value: Any) -> bool:

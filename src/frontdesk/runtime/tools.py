@@ -25,13 +25,19 @@ class ToolResult:
     args: dict[str, Any] = field(default_factory=dict)  # argument updates
     error: str | None = None  # set when the tool raised or could not be called
 
-    def for_model(self) -> str:
-        """The tool's result as text for an LLM's tool message."""
+    def for_model(self, call_args: dict[str, Any] | None = None) -> str:
+        """The tool's result as text for an LLM's tool message. A returned value the model already
+        has (the argument it passed, or text the message holds word for word) is not repeated: the
+        result stays in the agent's transcript and is resent with every later call."""
         parts = [f"status: {self.status}"]
         if self.message:
             parts.append(f"message: {self.message}")
-        if self.args:
-            parts.append("values: " + ", ".join(f"{k}={v!r}" for k, v in self.args.items()))
+        given = call_args or {}
+        new = {k: v for k, v in self.args.items()
+               if not (k in given and str(given[k]) == str(v))
+               and not (isinstance(v, str) and len(v) > 12 and v in self.message)}
+        if new:
+            parts.append("values: " + ", ".join(f"{k}={v!r}" for k, v in new.items()))
         if self.bot:
             parts.append("said to the user: " + " / ".join(self.bot))
         return "\n".join(parts)
