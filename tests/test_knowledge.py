@@ -273,3 +273,21 @@ def test_markdown_tables_lose_their_padding_so_a_section_stays_in_one_chunk(tmp_
     agent = KnowledgeAgent(name="kb", sources=[KnowledgeSource(location="fees.md", kind="file", path="fees.md")])
     index = KnowledgeIndex.build(agent, tmp_path)
     assert index.chunks[0].text == "# Fees\n\n| Option | Fee |\n|---|---|\n| Standard | $4.99 |"
+
+
+def test_an_extractive_answer_reads_table_rows_list_lead_ins_and_never_answers_with_a_question() -> None:
+    from frontdesk.runtime.answering import extractive_answer
+
+    shipping = Passage(text=(
+        "## Options and fees\n| Option | Delivery time (business days) | Fee |\n|---|---|---|\n"
+        "| Standard | 4 to 7 | $4.99 |\n| Next day | 1 | $19.99 |\n"), source="shipping.md", score=1.0)
+    answer = extractive_answer("How many business days does standard delivery take?", [shipping])
+    assert "Option: Standard; Delivery time (business days): 4 to 7; Fee: $4.99." in answer
+    payees = Passage(text=(
+        "What do I need to add a payee?\n- The payee's name\n- Their 8-digit account number\n\n"
+        "How many payees can I have?\nUp to 100 payees per customer."), source="payees.txt", score=1.0)
+    answer = extractive_answer("What do I need to add a payee?", [payees])
+    assert "Their 8-digit account number" in answer and "?" not in answer
+    members = Passage(text="Members get:\n- 10% off every full-price book\n- free standard shipping",
+                      source="membership.md", score=1.0)
+    assert extractive_answer("Do members get 10% off?", [members]).startswith("Members get: 10% off every")

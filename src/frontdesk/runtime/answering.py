@@ -122,27 +122,88 @@ _WORD = re.compile(r"[a-z0-9]+")
 
 
 def extractive_answer(question: str, passages, embedder=None) -> str:
-    """The sentences of the best passages that answer the question best, in their original order."""
-    sentences: list[tuple[int, str]] = []
-    for rank, passage in enumerate(passages[:2]):
-        for part in _SENTENCE.split(_unwrap(passage.text)):
-            text = part.strip().lstrip("#-*> ").strip()
-            # Whole sentences only: not headings, table rows or the cut-off start of a chunk.
-            if len(text.split()) >= 5 and "|" not in text and text[:1].isupper() | text[:1].isdigit():
-                sentences.append((rank, text))
-    if not sentences:
+    """The sentences of the best passages that answer the question best, in their original order.
+
+    A sentence is scored together with what it stands under (a heading, an FAQ question, a list's
+    lead-in), so "Their 8-digit account number" answers "What do I need to add a payee?". Questions
+    in the sources are never the answer; a Markdown table row becomes a sentence of its header's
+    names and the row's values ("Option: Standard; Delivery time (business days): 4 to 7")."""
+    units: list[tuple[int, str, str]] = []  # (passage rank, lead, sentence)
+    seen: set[str] = set()
+    for rank, passage in enumerate(passages[:EXTRACT_PASSAGES]):
+        for lead, text in _answer_sentences(passage.text):
+            if text not in seen:  # chunks overlap: a sentence is said once
+                seen.add(text)
+                units.append((rank, lead, text))
+    if not units:
         return passages[0].text.strip()
+    scored = [f"{lead} {text}".strip() for _, lead, text in units]
     if embedder is not None:
-        vectors = embedder.encode([question] + [t for _, t in sentences])
+        vectors = embedder.encode([question] + scored)
         scores = list(vectors[1:] @ vectors[0])
     else:
         asked = set(_WORD.findall(question.lower()))
-        scores = [len(asked & set(_WORD.findall(t.lower()))) / (1 + len(t.split()) ** 0.5) for _, t in sentences]
-    # Prefer the best passage: a small bonus keeps its sentences ahead of equal ones from the next.
-    ranked = sorted(range(len(sentences)), key=lambda i: scores[i] + (0.05 if sentences[i][0] == 0 else 0),
-                    reverse=True)
-    keep = sorted(ranked[:MAX_ANSWER_SENTENCES])
-    return " ".join(sentences[i][1] for i in keep)
+        scores = [len(asked & set(_WORD.findall(t.lower()))) / (1 + len(t.split()) ** 0.5) for t in scored]
+    # Prefer the better passages: a small bonus, by the passage's score relative to the best, keeps
+    # their sentences ahead of equal ones from the next.
+    weight = [float(getattr(p, "score", 1.0) or 0.0) for p in passages[:EXTRACT_PASSAGES]]
+    ranked = sorted(range(len(units)), key=lambda i: scores[i] + PASSAGE_BONUS * weight[units[i][0]], reverse=True)
+    keep = sorted(set(ranked[:MAX_ANSWER_SENTENCES]))
+    out: list[str] = []
+    shown_lead = None
+    for i in keep:
+        _, lead, text = units[i]
+        if lead.endswith(":") and lead != shown_lead:
+            out.append(f"{lead} {text}")  # "Members get: 10% off every full-price book"
+        else:
+            out.append(text)
+        shown_lead = lead if lead.endswith(":") else None
+    return " ".join(part if part.endswith((".", "!", ":")) else part + "." for part in out)
+
+
+EXTRACT_PASSAGES = 3
+PASSAGE_BONUS = 0.05
+
+
+def _answer_sentences(text: str) -> list[tuple[str, str]]:
+    """A passage's sentences that can answer something, each with the line it stands under: whole
+    sentences (not headings, not questions, not the cut-off start of a chunk), list items under a
+    lead-in, and table rows read out with their header."""
+    out: list[tuple[str, str]] = []
+    header: list[str] | None = None
+    heading = lead = ""
+    for line in _unwrap(text).splitlines():
+        stripped = line.strip()
+        if not stripped:
+            continue
+        if stripped.startswith("|"):
+            cells = [c.strip() for c in stripped.strip("|").split("|")]
+            if all(set(c) <= set("-: ") for c in cells):
+                continue  # the |---|---| line under the header
+            if header is None:
+                header = cells
+                continue
+            out.append((heading, "; ".join(f"{h}: {c}" if h else c for h, c in zip(header, cells) if c)))
+            continue
+        header = None
+        item = bool(_BLOCK_START.match(line)) and not stripped.startswith(("#", ">", "|"))
+        if stripped.startswith("#") or (not item and stripped.endswith("?")):
+            heading, lead = stripped.lstrip("#").strip(), ""  # a heading or an FAQ question
+            continue
+        if not item and stripped.endswith(":") and len(stripped.split()) <= 12:
+            lead = stripped
+            continue
+        if not item:
+            lead = ""
+        for part in _SENTENCE.split(stripped):
+            part = _ITEM_MARK.sub("", part).strip()
+            whole = len(part.split()) >= 5 and (part[:1].isupper() or part[:1].isdigit())
+            if part and not part.endswith("?") and (whole or (item and (lead or heading))):
+                out.append((lead or heading, part))
+    return out
+
+
+_ITEM_MARK = re.compile(r"^\s*(?:[-*>]+|\d+[.)])\s*")
 
 
 _BLOCK_START = re.compile(r"\s*([#>|*-]|\d+[.)]\s)")
