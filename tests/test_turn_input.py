@@ -154,7 +154,6 @@ def test_a_yes_to_an_llm_agents_question_is_not_a_topic_switch(tmp_path):
         {"purpose": "reason", "reply": "I recommend the Blue Kettle. Would you like it?"},
         {"purpose": "reason", "calls": [{"name": "set_args", "arguments": {"picked": ["Blue Kettle"]}},
                                         {"name": "finish", "arguments": {}}]},
-        {"purpose": "understand", "call": "understand", "with": {"choice": "none"}},
     ])
     llm.can_classify = True
     engine = Engine(prog, llm, MemorySessionStore(), understanding=SureUnderstanding({"basket": "checkout"}))
@@ -166,6 +165,7 @@ def test_a_yes_to_an_llm_agents_question_is_not_a_topic_switch(tmp_path):
     assert state.records["desk"]["item"] == ["Blue Kettle"]  # the advisor recorded it before anything else
     assert result.messages[-1].text == "In your basket: Blue Kettle. Anything else?"
     assert not [e for e in engine.store.events(sid) if e["type"] == "agent_suspended"]
+    llm.assert_finished()
 
 
 def test_an_agent_that_hands_its_result_to_the_target_is_not_switched_away_from(tmp_path):
@@ -174,7 +174,8 @@ def test_an_agent_that_hands_its_result_to_the_target_is_not_switched_away_from(
         {"purpose": "reason", "reply": "I recommend the Blue Kettle."},
         {"purpose": "reason", "calls": [{"name": "set_args", "arguments": {"picked": ["Blue Kettle"]}},
                                         {"name": "finish", "arguments": {}}]},
-        {"purpose": "understand", "call": "understand", "with": {"choice": "none"}},
+        # checkout, started by the message, does not ask the LLM whether the message already answers
+        # its question: the embedding model is not sure it does
     ])
     llm.can_classify = True
     engine = Engine(prog, llm, MemorySessionStore(), understanding=SureUnderstanding({"buy": "checkout"}))
@@ -390,7 +391,7 @@ def test_nothing_fits_from_embeddings_is_checked_with_the_llm_when_there_is_one(
     instead of falling back (hybrid mode, issue 7)."""
     llm = ScriptedProvider([
         {"purpose": "route", "call": "route", "with": {"agent": "checkout"}},
-        {"purpose": "understand", "call": "understand", "with": {"choice": "none"}},
+        {"purpose": "understand", "call": "understand", "with": {"args": {}}},  # items: nothing given
         {"purpose": "understand", "call": "understand", "with": {"choice": "2"}},
     ])
     llm.can_classify = True
@@ -487,20 +488,8 @@ def test_with_no_llm_a_likely_route_is_taken_and_an_unsure_one_asks(tmp_path):
     assert engine.send(sid, "I need a present").messages[0].text.startswith("Just to be sure I understand")
 
 
-class RecordingProvider(ScriptedProvider):
-    """The scripted model, keeping the requests it was sent."""
-
-    def __init__(self, entries):
-        super().__init__(entries)
-        self.requests = []
-
-    def complete(self, request):
-        self.requests.append(request)
-        return super().complete(request)
-
-
 def test_finish_naming_the_next_agent_hands_the_rest_on_without_a_route_call(tmp_path):
-    llm = RecordingProvider([
+    llm = ScriptedProvider([
         {"purpose": "route", "call": "route", "with": {"agent": "advisor"}},
         {"purpose": "reason", "reply": "I recommend the Blue Kettle. Would you like it?"},
         # the model says the rest of the message is the checkout's: no route call follows
@@ -514,7 +503,7 @@ def test_finish_naming_the_next_agent_hands_the_rest_on_without_a_route_call(tmp
     decided = [e for e in run.events_of("route_decided") if e["data"].get("agent") == "checkout"]
     assert decided and decided[-1]["data"]["by"] == "the agent that read the message"
     # the tool told the model who may be named
-    reason = [c for c in llm.requests if c.purpose == "reason"][-1]
+    reason = [c for c in llm.calls if c.purpose == "reason"][-1]
     finish = next(t for t in reason.tools if t.name == "finish")
     assert finish.parameters["properties"]["next"]["enum"] == ["checkout", "faq", "none"]
 
@@ -540,7 +529,7 @@ def test_finish_with_next_none_keeps_the_message_and_an_unknown_name_is_routed(t
 
 
 def test_hand_back_naming_the_agent_costs_no_route_call(tmp_path):
-    llm = RecordingProvider([
+    llm = ScriptedProvider([
         {"purpose": "route", "call": "route", "with": {"agent": "advisor"}},
         {"purpose": "reason", "reply": "I recommend the Blue Kettle. Would you like it?"},
         {"purpose": "reason", "calls": [{"name": "hand_back", "arguments": {"to": "faq"}}]},
@@ -548,6 +537,43 @@ def test_hand_back_naming_the_agent_costs_no_route_call(tmp_path):
     run = run_conversation(shop(tmp_path), ["Recommend something", "How long does delivery take?"], llm)
     llm.assert_finished()  # the faq answered without a route call
     assert [m.text for m in run.turns[-1].messages][0] == "Delivery takes two days."
-    hand_back = next(t for t in [c for c in llm.requests if c.purpose == "reason"][-1].tools
+    hand_back = next(t for t in [c for c in llm.calls if c.purpose == "reason"][-1].tools
                      if t.name == "hand_back")
     assert hand_back.parameters["properties"]["to"] == {"type": "string"}
+
+
+class SureOfCase:
+    """An understanding model sure of one `the user claims` case for messages holding a keyword,
+    and unsure of everything else."""
+
+    name = "stub"
+
+    def __init__(self, keyword: str, case: str) -> None:
+        self.keyword, self.case = keyword, case
+
+    def decide(self, message, options, task, thresholds=None):
+        scores = {o.key: 0.3 for o in options}
+        if task == "claims" and self.keyword in message.lower() and self.case in scores:
+            scores[self.case] = 0.9
+            return Decision(choice=self.case, score=0.9, margin=0.6, sure=True, scores=scores, best=self.case)
+        return Decision(choice=None, score=0.3, margin=0.0, sure=False, scores=scores, best=options[0].key)
+
+
+def test_hybrid_a_message_that_started_a_flow_answers_its_question_only_when_the_embedding_is_sure(tmp_path):
+    def start_checkout(message):
+        llm = ScriptedProvider([{"purpose": "route", "call": "route", "with": {"agent": "checkout"}}])
+        llm.can_classify = True
+        engine = Engine(shop(tmp_path), llm, MemorySessionStore(), understanding=SureOfCase("that's all", "2"))
+        sid = engine.start().session_id
+        state = engine.store.load(sid)
+        state["records"].setdefault("desk", {})["item"] = ["Blue Kettle"]  # nothing left to extract
+        engine.store.save_turn(sid, state, [])
+        result = engine.send(sid, message)
+        llm.assert_finished()  # the route call only
+        return [m.text for m in result.messages]
+
+    # unsure: the starting message is a request, not an answer, and no LLM call asks about it
+    assert start_checkout("I want to check out") == ["In your basket: Blue Kettle. Anything else?"]
+    # sure: "No, that's all I want" starting checkout is its answer
+    assert start_checkout("No, that's all I want") == ["In your basket: Blue Kettle. Anything else?",
+                                                       "Order placed for Blue Kettle."]

@@ -239,7 +239,8 @@ class FlowExecutor:
         """The claims choice when the embedding model can take it; None when an LLM must decide.
 
         With no LLM to ask, an unsure decision is "none" (the fallback asks the user again), never
-        a guess; a message that merely started the agent is matched only when the model is sure."""
+        a guess; a message that merely started the agent is matched only when the model is sure,
+        with or without an LLM."""
         message = ctx.input.text or ctx.last_user_message()
         if (polarity(message) and len(message.split()) <= SHORT_ANSWER_WORDS) or \
                 (ctx.llm_classifies and answers_yes_no(message)) or few_words(message):
@@ -251,19 +252,21 @@ class FlowExecutor:
         decision = ctx.embed_decide(message, options, "claims", frame.agent)
         if decision is None:
             return None
-        if decision.sure and decision.choice is None and ctx.llm_classifies:
+        if decision.sure and decision.choice is None and ctx.llm_classifies and not tentative:
             # unlike every example is not the same as none of the cases: the LLM reads it
             decision = replace(decision, sure=False)
-        if decision.sure or not ctx.llm_classifies:
+        if decision.sure or not ctx.llm_classifies or tentative:
+            # A message that started the agent was a request for its task; it answers the question
+            # the agent has not asked yet only when the model is sure of it (no LLM call for that).
             choice = decision.choice if decision.sure else None
-            by = "embedding" if decision.sure else "embedding (unsure, no LLM to ask: none)"
+            by = "embedding" if decision.sure else (
+                "embedding (unsure about the message that started the agent: not an answer)" if tentative
+                else "embedding (unsure, no LLM to ask: none)")
             frame.decided_by[branch.id] = by
             ctx.log.emit("step", frame.agent, action="claims decided by embedding", node=branch.id,
                          choice=choice or prompts.NONE_CHOICE, sure=decision.sure, best=decision.best,
                          score=round(decision.score, 3), margin=round(decision.margin, 3))
             return choice or prompts.NONE_CHOICE
-        if tentative:
-            return None
         ctx.log.emit("step", frame.agent, action="embedding unsure, asking the LLM", node=branch.id,
                      best=decision.best, score=round(decision.score, 3), margin=round(decision.margin, 3))
         return None
