@@ -577,3 +577,28 @@ def test_hybrid_a_message_that_started_a_flow_answers_its_question_only_when_the
     # sure: "No, that's all I want" starting checkout is its answer
     assert start_checkout("No, that's all I want") == ["In your basket: Blue Kettle. Anything else?",
                                                        "Order placed for Blue Kettle."]
+
+
+def test_a_finish_before_the_agent_did_anything_is_refused_once(tmp_path):
+    """A small model's reflex (SmolLM2 finished add_payee on "I'd like to add a new payee"): the task
+    cannot be complete before the agent has said or done anything."""
+    llm = ScriptedProvider([
+        {"purpose": "route", "call": "route", "with": {"agent": "advisor"}},
+        {"purpose": "reason", "calls": [{"name": "finish", "arguments": {"status": "success"}}]},
+        {"purpose": "reason", "reply": "Sure! What kind of product are you looking for?"},
+    ])
+    run = run_conversation(shop(tmp_path), ["Can you recommend something?"], llm)
+    llm.assert_finished()
+    assert [m.text for m in run.turns[-1].messages] == ["Sure! What kind of product are you looking for?"]
+    assert run.turns[-1].active_agent == "advisor"
+    refused = llm.calls[-1].messages[-1]
+    assert refused.role == "tool" and "cannot be finished" in refused.content
+    # once it has spoken, finishing is its own call
+    llm = ScriptedProvider([
+        {"purpose": "route", "call": "route", "with": {"agent": "advisor"}},
+        {"purpose": "reason", "reply": "I recommend the Blue Kettle. Would you like it?"},
+        {"purpose": "reason", "calls": [{"name": "finish", "arguments": {"next": "none"}}]},
+    ])
+    run = run_conversation(shop(tmp_path), ["Recommend something", "No thanks, never mind"], llm)
+    llm.assert_finished()
+    assert run.turns[-1].active_agent != "advisor"

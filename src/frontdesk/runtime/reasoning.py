@@ -13,6 +13,8 @@ from frontdesk.runtime.state import Frame
 
 APOLOGY = "Sorry, something went wrong on my side. Let's try that again in a moment."
 UNASKED_TOOL = "error: the user has not asked for anything yet; greet them and ask how you can help"
+IDLE_FINISH = ("error: nothing of your task is done yet, so it cannot be finished; reply to the user, call one of "
+               "your tools, or call hand_back if the message is not for you")
 TRANSCRIPT_LIMIT = 60  # messages of its own transcript an LLM agent sees at most
 
 
@@ -59,6 +61,7 @@ class ReasoningExecutor:
 
     def _loop(self, agent: ReasoningAgent, frame: Frame, ctx: TurnContext) -> Outcome:
         others = [a.name for a in switch_candidates(ctx, frame)]
+        refused_finish = False
         for _ in range(agent.max_iterations):
             messages = [ChatMessage.model_validate(m) for m in recent(frame.messages, TRANSCRIPT_LIMIT)]
             # Before the user has said anything the agent may only talk: no tool runs unasked.
@@ -79,7 +82,16 @@ class ReasoningExecutor:
                 return Outcome.wait()
             finish: dict[str, Any] | None = None
             hand_back: dict[str, Any] | None = None
+            idle = self._finishes_idle(response.tool_calls, frame) and not refused_finish
             for call in response.tool_calls:
+                if idle and call.name == prompts.FINISH_TOOL:
+                    # The task cannot be complete before the agent has done or said anything: a
+                    # small model's reflex, or a misread message. The model is told so, once.
+                    refused_finish = True
+                    ctx.log.emit("step", agent.name, action="finish refused: nothing of the task is done yet")
+                    frame.messages.append({"role": "tool", "tool_call_id": call.id, "name": call.name,
+                                           "content": IDLE_FINISH})
+                    continue
                 content = (UNASKED_TOOL if unasked else self._tool(call, agent, frame, ctx))
                 if call.name == prompts.FINISH_TOOL:
                     finish = call.arguments
@@ -114,6 +126,18 @@ class ReasoningExecutor:
                      message=f"no answer after {agent.max_iterations} model calls")
         ctx.say(agent.name, APOLOGY, frame)
         return Outcome.done("error", "iteration limit reached")
+
+    @staticmethod
+    def _finishes_idle(calls: list[ToolCall], frame: Frame) -> bool:
+        """A successful `finish` as the agent's first act: no other tool call in the answer, and the
+        agent has neither spoken nor called a tool since it started."""
+        finish = next((c for c in calls if c.name == prompts.FINISH_TOOL), None)
+        if finish is None or str(finish.arguments.get("status", "success")) == "error":
+            return False
+        if any(c.name != prompts.FINISH_TOOL for c in calls) or frame.said_since_start:
+            return False
+        # the transcript it started with holds only the conversation's words: a tool message is its own
+        return not any(m.get("role") == "tool" for m in frame.messages)
 
     @staticmethod
     def _more_asked(finish: dict[str, Any], others: list[str]) -> bool:
