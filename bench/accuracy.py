@@ -24,6 +24,7 @@ from frontdesk.nlu.base import Decision, Option, Thresholds
 from frontdesk.nlu.matcher import (
     BEST_WEIGHT,
     DEFAULT_THRESHOLDS,
+    LEXICAL_WEIGHT,
     POLARITY_PENALTY,
     TOP_K,
     EmbeddingUnderstanding,
@@ -244,6 +245,8 @@ def main() -> None:
     parser.add_argument("--no-switches", action="store_true",
                         help="claims options without the switch:<agent> intent changes")
     parser.add_argument("--errors", action="store_true", help="list wrong and unsure decisions")
+    parser.add_argument("--lexical-weight", type=float, default=None,
+                        help="weight of the keyword score in routing decisions (default: the runtime's)")
     args = parser.parse_args()
 
     from frontdesk.nlu.embeddings import LocalModelMissing, SentenceEmbedder
@@ -256,12 +259,15 @@ def main() -> None:
     except LocalModelMissing as error:
         sys.exit(str(error))
     load_s = time.perf_counter() - start
+    lexical = dict(LEXICAL_WEIGHT)
+    if args.lexical_weight is not None:
+        lexical["route"] = args.lexical_weight
     understanding = EmbeddingUnderstanding(embedder, top_k=args.top_k, best_weight=args.best_weight,
-                                           polarity_penalty=args.polarity_penalty)
+                                           polarity_penalty=args.polarity_penalty, lexical_weight=lexical)
     run(items, understanding)
     print(f"model {embedder.name}: loaded in {load_s:.1f} s; torch threads {args.threads}; "
           f"score = {args.best_weight:g} * best + {1 - args.best_weight:g} * mean(top {args.top_k}); "
-          f"polarity penalty {args.polarity_penalty:g}")
+          f"polarity penalty {args.polarity_penalty:g}; keyword weight in routing {lexical['route']:g}")
     print("thresholds: " + "; ".join(f"{task} accept={t.accept} margin={t.margin} reject={t.reject}"
                                      for task, t in DEFAULT_THRESHOLDS.items()))
     print("acc: final choice right (an unsure best guess counts); acc clear: without ambiguous items;\n"

@@ -377,3 +377,36 @@ def test_local_thresholds_are_honoured(local_embedder, programs):
     assert strict.choice == "5" and not strict.sure
     rejecting = matcher.decide(message, options, "claims", Thresholds(accept=1.0, margin=0.0, reject=0.99))
     assert rejecting.choice is None and rejecting.sure and rejecting.best == "5"
+
+
+def test_keyword_scores_count_the_words_few_options_share():
+    from frontdesk.nlu.matcher import keyword_scores
+
+    options = [Option("recommend", ("I can recommend books by genre",)),
+               Option("order", ("I can place an order for the books you chose",)),
+               Option("policy", ("Shipping, returns and opening hours",))]
+    scores = keyword_scores("Can you recommend a fantasy book?", options)
+    # "recommend" is one option's word; "book" is two options' and counts less; "can" is a stop word
+    assert scores["recommend"] == 1.0 and 0 < scores["order"] < 0.5 and scores["policy"] == 0.0
+    assert keyword_scores("What's the weather like?", options) == {"recommend": 0.0, "order": 0.0, "policy": 0.0}
+
+
+def test_routing_blends_the_keyword_score_and_claims_do_not():
+    options = [Option("a", ("card debit",)), Option("b", ("ship return",))]
+    plain = EmbeddingUnderstanding(WordEmbedder(), lexical_weight={"route": 0.0, "claims": 0.0})
+    blended = EmbeddingUnderstanding(WordEmbedder(), lexical_weight={"route": 0.5, "claims": 0.0})
+    message = "my debit card"
+    assert blended.decide(message, options, "route").scores != plain.decide(message, options, "route").scores
+    assert blended.decide(message, options, "claims").scores == plain.decide(message, options, "claims").scores
+
+
+@pytest.mark.local
+@pytest.mark.parametrize("message, expected", [
+    ("Can you recommend a fantasy book?", "book_recommendation"),
+    ("I'd like to order Emberwild", "order"),
+])
+def test_local_clear_requests_route_without_an_llm(local_embedder, programs, message, expected):
+    # the embeddings alone were unsure (0.545 against 0.424 for "order"); the agent's own words decide
+    options = _members(programs["bookstore"], "triage")
+    decision = EmbeddingUnderstanding(local_embedder).decide(message, options, "route")
+    assert (decision.choice, decision.sure) == (expected, True), decision

@@ -19,9 +19,15 @@ from frontdesk.nlu.embeddings import Embedder, get_default_embedder
 
 # Calibrated with `python bench/accuracy.py --threshold-sweep` (bench/understanding/README.md).
 DEFAULT_THRESHOLDS: dict[Task, Thresholds] = {
-    "route": Thresholds(accept=0.40, margin=0.15, reject=0.25),
+    "route": Thresholds(accept=0.35, margin=0.12, reject=0.20),
     "claims": Thresholds(accept=0.40, margin=0.10, reject=0.20),
 }
+
+# Routing adds a keyword score to the embedding score: the share of the message's content words
+# (stop words dropped, stemmed, weighted by how few options use them) that an option's examples
+# hold. "recommend" is in one agent's phrases only, where sentence embeddings blur "recommend a
+# book" and "order a book". 0 turns it off.
+LEXICAL_WEIGHT: dict[Task, float] = {"route": 0.15, "claims": 0.0}
 
 TOP_K = 3  # examples averaged with the best one
 BEST_WEIGHT = 0.75  # weight of the best example's similarity in an option's score
@@ -80,12 +86,14 @@ class EmbeddingUnderstanding:
 
     def __init__(self, embedder: Embedder | None = None, thresholds: Thresholds | None = None,
                  *, top_k: int = TOP_K, best_weight: float = BEST_WEIGHT,
-                 polarity_penalty: float = POLARITY_PENALTY):
+                 polarity_penalty: float = POLARITY_PENALTY,
+                 lexical_weight: dict[Task, float] | None = None):
         self._embedder = embedder
         self.thresholds = thresholds
         self.top_k = top_k
         self.best_weight = best_weight
         self.polarity_penalty = polarity_penalty
+        self.lexical_weight = dict(LEXICAL_WEIGHT if lexical_weight is None else lexical_weight)
 
     @property
     def embedder(self) -> Embedder:
@@ -125,7 +133,42 @@ class EmbeddingUnderstanding:
             return Decision(choice=None, score=0.0, margin=0.0, sure=True,
                             scores={option.key: 0.0 for option in options}, best=None,
                             decided_by=self.name)
-        return decision_from_scores(self.scores(message, options), limits, self.name)
+        scores = self.scores(message, options)
+        weight = self.lexical_weight.get(task, 0.0)
+        if weight:
+            lexical = keyword_scores(message, options)
+            scores = {key: min(1.0, (1.0 - weight) * value + weight * lexical.get(key, 0.0))
+                      for key, value in scores.items()}
+        return decision_from_scores(scores, limits, self.name)
+
+
+def _terms(text: str) -> list[str]:
+    from frontdesk.runtime.knowledge import _bm25_tokenize  # one tokenizer for every keyword match
+
+    return _bm25_tokenize([text])[0]
+
+
+@lru_cache(maxsize=256)
+def _option_terms(examples: tuple[str, ...]) -> frozenset[str]:
+    return frozenset(term for example in examples for term in _terms(example))
+
+
+def keyword_scores(message: str, options: list[Option]) -> dict[str, float]:
+    """Each option's share (0..1) of the message's content words that its examples also use, a word
+    counting the more the fewer options use it (a word every option uses counts nothing)."""
+    vocabularies = {option.key: _option_terms(option.examples) for option in options}
+    words = set(_terms(message))
+    count = len(vocabularies)
+    weight = {}
+    for word in words:
+        used_by = sum(word in vocabulary for vocabulary in vocabularies.values())
+        if used_by:
+            weight[word] = float(np.log((count + 1) / used_by))
+    total = sum(weight.values())
+    if total <= 0:
+        return {key: 0.0 for key in vocabularies}
+    return {key: sum(w for word, w in weight.items() if word in vocabulary) / total
+            for key, vocabulary in vocabularies.items()}
 
 
 def decision_from_scores(scores: dict[str, float], thresholds: Thresholds,
