@@ -602,3 +602,31 @@ def test_a_finish_before_the_agent_did_anything_is_refused_once(tmp_path):
     run = run_conversation(shop(tmp_path), ["Recommend something", "No thanks, never mind"], llm)
     llm.assert_finished()
     assert run.turns[-1].active_agent != "advisor"
+
+
+def test_an_agent_called_by_a_flow_is_switched_away_from_by_embedding_and_both_come_back(tmp_path):
+    """checkout calls advisor; a delivery question inside it goes to the faq by embedding alone (no
+    LLM to hand it back), and checkout and advisor come back together."""
+    class Keywords(SureUnderstanding):
+        def decide(self, message, options, task, thresholds=None):
+            if task == "claims" and "more" in message:
+                return Decision(choice="1", score=0.9, margin=0.8, sure=True, scores={"1": 0.9}, best="1")
+            return super().decide(message, options, task, thresholds)
+
+    llm = ScriptedProvider([
+        {"purpose": "understand", "call": "understand", "with": {"args": {}}},  # items: not given
+        {"purpose": "understand", "call": "understand", "with": {"args": {}}},
+        {"purpose": "reason", "reply": "I recommend the Blue Kettle. Would you like it?"},
+    ])
+    llm.can_classify = False  # a small local model: it cannot be trusted to hand the message back
+    engine = Engine(shop(tmp_path), llm, MemorySessionStore(),
+                    understanding=Keywords({"check out": "checkout", "delivery": "faq"}))
+    sid = engine.start().session_id
+    engine.send(sid, "I want to check out")
+    engine.send(sid, "Yes, I want more")  # checkout calls the advisor
+    assert [f.agent for f in engine.load_state(sid).stack][-2:] == ["checkout", "advisor"]
+    result = engine.send(sid, "How long does delivery take?")
+    llm.assert_finished()  # the advisor's model was not asked
+    assert [m.text for m in result.messages] == ["Delivery takes two days.",
+                                                 "I recommend the Blue Kettle. Would you like it?"]
+    assert [f.agent for f in engine.load_state(sid).stack][-2:] == ["checkout", "advisor"]

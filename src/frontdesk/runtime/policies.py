@@ -99,11 +99,17 @@ def clear_topic_switch(ctx: TurnContext, frame: Frame, message: str) -> str | No
     from frontdesk.ir.models import RouterAgent
 
     stack = ctx.state.stack
-    if ctx.understanding is None or len(stack) < 2 or stack[-1] is not frame or stack[-2].kind != "router":
+    if ctx.understanding is None or len(stack) < 2 or stack[-1] is not frame:
         return None
-    router = ctx.program.agents.get(stack[-2].agent)
+    # The router below: the one that started this agent, or the one that started the flow that called
+    # it (then caller and callee step aside together, see Engine._suspend_chain).
+    below = max((i for i, f in enumerate(stack[:-1]) if f.kind == "router"), default=None)
+    if below is None:
+        return None
+    router = ctx.program.agents.get(stack[below].agent)
     if not isinstance(router, RouterAgent) or not frame.said_since_start:
         return None
+    chain = {f.agent for f in stack[below + 1:]}
     if few_words(message):
         ctx.log.emit("step", frame.agent, action="no topic switch: too few words to change the subject")
         return None
@@ -115,8 +121,8 @@ def clear_topic_switch(ctx: TurnContext, frame: Frame, message: str) -> str | No
     names = [m.agent for m in router.members if m.agent in ctx.program.agents]
     decision = ctx.embed_decide(message, ctx.agent_options(names), "route", frame.agent)
     best = decision.best if decision is not None else None
-    if decision is None or best in (None, frame.agent):
-        return None
+    if decision is None or best is None or best in chain:
+        return None  # the message is for this agent, or for the flow that called it
     lead = decision.scores.get(best, 0.0) - decision.scores.get(frame.agent, 0.0)
     if decision.sure and decision.choice == best and lead >= SWITCH_LEAD:
         by = "embedding"
