@@ -122,7 +122,7 @@ _WORD = re.compile(r"[a-z0-9]+")
 
 
 def extractive_answer(question: str, passages, embedder=None) -> str:
-    """The sentences of the best passages that answer the question best, in their original order.
+    """The sentences of the best passages that answer the question best, in their sources' order.
 
     A sentence is scored together with what it stands under (a heading, an FAQ question, a list's
     lead-in), so "Their 8-digit account number" answers "What do I need to add a payee?". Questions
@@ -147,8 +147,17 @@ def extractive_answer(question: str, passages, embedder=None) -> str:
     # Prefer the better passages: a small bonus, by the passage's score relative to the best, keeps
     # their sentences ahead of equal ones from the next.
     weight = [float(getattr(p, "score", 1.0) or 0.0) for p in passages[:EXTRACT_PASSAGES]]
-    ranked = sorted(range(len(units)), key=lambda i: scores[i] + PASSAGE_BONUS * weight[units[i][0]], reverse=True)
-    keep = sorted(set(ranked[:MAX_ANSWER_SENTENCES]))
+    # The first sentence under a heading or question usually says what the section is about ("You
+    # can return any book within 30 days" under "Returning a book"): it gets a small bonus too.
+    first = [i == 0 or units[i][1] != units[i - 1][1] for i in range(len(units))]
+    ranked = sorted(range(len(units)), reverse=True,
+                    key=lambda i: scores[i] + PASSAGE_BONUS * weight[units[i][0]] + (LEAD_BONUS if first[i] else 0.0))
+    chosen = ranked[:MAX_ANSWER_SENTENCES]
+    # the passage of the best sentence first; within a passage, the sources' own order
+    passage_rank = {}
+    for place, i in enumerate(chosen):
+        passage_rank.setdefault(units[i][0], place)
+    keep = sorted(chosen, key=lambda i: (passage_rank[units[i][0]], i))
     out: list[str] = []
     shown_lead = None
     for i in keep:
@@ -163,6 +172,7 @@ def extractive_answer(question: str, passages, embedder=None) -> str:
 
 EXTRACT_PASSAGES = 3
 PASSAGE_BONUS = 0.05
+LEAD_BONUS = 0.05
 
 
 def _answer_sentences(text: str) -> list[tuple[str, str]]:
@@ -172,6 +182,7 @@ def _answer_sentences(text: str) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     header: list[str] | None = None
     heading = lead = ""
+    path: list[str] = []  # the headings above, outermost first
     for line in _unwrap(text).splitlines():
         stripped = line.strip()
         if not stripped:
@@ -187,8 +198,14 @@ def _answer_sentences(text: str) -> list[tuple[str, str]]:
             continue
         header = None
         item = bool(_BLOCK_START.match(line)) and not stripped.startswith(("#", ">", "|"))
-        if stripped.startswith("#") or (not item and stripped.endswith("?")):
-            heading, lead = stripped.lstrip("#").strip(), ""  # a heading or an FAQ question
+        if stripped.startswith("#"):
+            level = len(stripped) - len(stripped.lstrip("#"))
+            del path[level - 1:]
+            path.append(stripped.lstrip("#").strip())
+            heading, lead = ": ".join(path), ""  # "Returns and refunds: Returning a book"
+            continue
+        if not item and stripped.endswith("?"):
+            heading, lead = stripped, ""  # an FAQ question
             continue
         if not item and stripped.endswith(":") and len(stripped.split()) <= 12:
             lead = stripped
