@@ -410,3 +410,13 @@ def test_local_clear_requests_route_without_an_llm(local_embedder, programs, mes
     options = _members(programs["bookstore"], "triage")
     decision = EmbeddingUnderstanding(local_embedder).decide(message, options, "route")
     assert (decision.choice, decision.sure) == (expected, True), decision
+
+
+def test_keyword_scores_ignore_yes_no_words_and_a_flows_own_answers():
+    from frontdesk.nlu.matcher import keyword_scores
+
+    options = [Option("block_card", ("Block or freeze a card", "Yes, block it", "The one linked to my current account"),
+                      keyword_examples=("Block or freeze a card",)),
+               Option("transfer", ("Send money from one of your accounts",))]
+    assert set(keyword_scores("Yes, correct.", options).values()) == {0.0}
+    assert keyword_scores("From my current account.", options)["block_card"] == 0.0

@@ -19,6 +19,9 @@ class Option:
     # How much each example counts (1.0 each when empty): phrases mined from documents say
     # less about what a user wants done than an agent's own description and examples.
     weights: tuple[float, ...] = ()
+    # The phrases whose words the keyword score reads (all `examples` when empty): a router leaves
+    # out a flow's answers to its own questions ("The one linked to my current account").
+    keyword_examples: tuple[str, ...] = ()
 
     def weight_list(self) -> list[float]:
         return list(self.weights) if len(self.weights) == len(self.examples) else [1.0] * len(self.examples)

@@ -27,7 +27,7 @@ DEFAULT_THRESHOLDS: dict[Task, Thresholds] = {
 # (stop words dropped, stemmed, weighted by how few options use them) that an option's examples
 # hold. "recommend" is in one agent's phrases only, where sentence embeddings blur "recommend a
 # book" and "order a book". 0 turns it off.
-LEXICAL_WEIGHT: dict[Task, float] = {"route": 0.15, "claims": 0.0}
+LEXICAL_WEIGHT: dict[Task, float] = {"route": 0.2, "claims": 0.0}
 
 TOP_K = 3  # examples averaged with the best one
 BEST_WEIGHT = 0.75  # weight of the best example's similarity in an option's score
@@ -143,9 +143,13 @@ class EmbeddingUnderstanding:
 
 
 def _terms(text: str) -> list[str]:
+    """Content words, stemmed; yes/no words say nothing about which task is meant."""
     from frontdesk.runtime.knowledge import _bm25_tokenize  # one tokenizer for every keyword match
 
-    return _bm25_tokenize([text])[0]
+    return [t for t in _bm25_tokenize([text])[0] if t not in _POLAR_TERMS]
+
+
+_POLAR_TERMS = frozenset(_AFFIRMATIVE | _NEGATIVE_START | _NEGATION | {"please", "thank", "thanks", "right"})
 
 
 @lru_cache(maxsize=256)
@@ -156,7 +160,7 @@ def _option_terms(examples: tuple[str, ...]) -> frozenset[str]:
 def keyword_scores(message: str, options: list[Option]) -> dict[str, float]:
     """Each option's share (0..1) of the message's content words that its examples also use, a word
     counting the more the fewer options use it (a word every option uses counts nothing)."""
-    vocabularies = {option.key: _option_terms(option.examples) for option in options}
+    vocabularies = {option.key: _option_terms(option.keyword_examples or option.examples) for option in options}
     words = set(_terms(message))
     count = len(vocabularies)
     weight = {}

@@ -76,6 +76,7 @@ def route_options(program: Program, names: list[str], root: Path | None = None) 
     options = []
     for name in names:
         weighted = {e: 1.0 for e in agent_examples(program, name) if not (polarity(e) and len(e.split()) <= 3)}
+        answers = set(flow_answers(program, name))
         weighted.setdefault(name.replace("_", " "), 1.0)
         agent = program.agents[name]
         if root is not None and isinstance(agent, KnowledgeAgent):
@@ -85,8 +86,20 @@ def route_options(program: Program, names: list[str], root: Path | None = None) 
             for phrase in task_phrases(program, agent):
                 weighted.setdefault(phrase, TASK_PHRASE_WEIGHT)
         kept = list(weighted.items())[:MAX_ROUTE_EXAMPLES]
-        options.append(Option(key=name, examples=tuple(e for e, _ in kept), weights=tuple(w for _, w in kept)))
+        options.append(Option(key=name, examples=tuple(e for e, _ in kept), weights=tuple(w for _, w in kept),
+                              keyword_examples=tuple(e for e, _ in kept if e not in answers)))
     return options
+
+
+def flow_answers(program: Program, name: str) -> list[str]:
+    """The claims examples of an agent's flow: answers to its own questions. Their meaning says what the
+    task is about, but their words ("the one linked to my current account") do not ask for it."""
+    agent = program.agents[name]
+    graph = agent.graph if isinstance(agent, FlowAgent) else agent.setup
+    if graph is None:
+        return []
+    return [e for node in graph.nodes.values() if isinstance(node, BranchNode)
+            for case in node.cases if isinstance(case.condition, ClaimsCondition) for e in case.condition.examples]
 
 
 def task_phrases(program: Program, agent: ReasoningAgent) -> list[str]:

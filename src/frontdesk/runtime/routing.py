@@ -23,7 +23,7 @@ CLARIFY_FLOOR = 0.2  # an agent this far from the message is not offered in a cl
 # With no LLM to ask, an unsure routing decision is still taken when the message is this close to
 # the best agent's examples and ahead of the runner-up by this much (on bench/understanding's
 # labelled messages: 5 of the 97 unsure route decisions, all 5 right; with the keyword score of
-# issue 7, 3 of the 74 left unsure, 2 right; see its README).
+# issue 7, 3 of the 74 left unsure, all 3 right; see its README).
 LIKELY_SCORE = 0.70
 LIKELY_MARGIN = 0.04
 
