@@ -12,6 +12,10 @@ from frontdesk.lang.acdl import parse_acdl
 from frontdesk.lang.acdl.diff import diff_acdl, render_diff_html
 from frontdesk.lang.acdl.render_cli import acdl_app
 
+# the shared folder beside the repository (../shared), or where the workplace keeps it
+SHARED = next((p for p in (Path(__file__).resolve().parents[2] / "shared", Path("/work/shared")) if p.is_dir()),
+              Path("/work/shared"))
+
 BASE = """Agent[@T]: {
     S: {
         INSTRUCTIONS
@@ -231,9 +235,9 @@ def test_diff_command_rejects_unknown_format(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "text or json" in result.output
 
 
-@pytest.mark.skipif(not Path("/work/shared/conformance/acdl/MintAgent_variants").is_dir(), reason="corpus absent")
+@pytest.mark.skipif(not (SHARED / "conformance/acdl/MintAgent_variants").is_dir(), reason="corpus absent")
 def test_mint_variant_diff_names_the_pruned_reasoning() -> None:
-    root = Path("/work/shared/conformance/acdl/MintAgent_variants")
+    root = SHARED / "conformance/acdl/MintAgent_variants"
     a = _parse((root / "mint-original.acdl").read_text())
     b = _parse((root / "mint-pruned-reasoning.acdl").read_text())
     diff = diff_acdl(a, b)

@@ -16,7 +16,11 @@ from frontdesk.lang.acdl import render as render_mod
 from frontdesk.lang.acdl.render import ExportError, export, measure_file, render_html, render_svg
 from frontdesk.lang.acdl.render_cli import acdl_app
 
-CONFORMANCE = Path("/work/shared/conformance/acdl")
+# the shared folder beside the repository (../shared), or where the workplace keeps it
+SHARED = next((p for p in (Path(__file__).resolve().parents[2] / "shared", Path("/work/shared")) if p.is_dir()),
+              Path("/work/shared"))
+
+CONFORMANCE = SHARED / "conformance/acdl"
 CONFORMANCE_FILES = sorted(CONFORMANCE.rglob("*.acdl")) if CONFORMANCE.is_dir() else []
 needs_corpus = pytest.mark.skipif(not CONFORMANCE_FILES, reason="ACDL conformance folder is absent")
 

