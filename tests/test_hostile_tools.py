@@ -190,3 +190,65 @@ def test_the_chat_command_survives_a_tool_file_that_exits(tmp_path):
     assert result.returncode == 0, result.stderr
     assert f"main> Sorry, I couldn't place the order: {UNAVAILABLE_MESSAGE}" in result.stdout
     assert "trace: frontdesk trace" in result.stderr  # the process went on to the end
+
+
+def test_a_tool_that_prints_50_mb_leaves_a_small_session_and_a_marked_cut(tmp_path):
+    """Issue 8: 50 MB of printed output was captured whole, stored three times and sent to the model."""
+    prog = program(tmp_path / "prog", SIMPLE_FLOW, """
+        def place_order():
+            \"\"\"Places the order.\"\"\"
+            print("x" * 50_000_000)
+            return [{"status": "success", "msg": "y" * 3_000_000}, {"arg": "receipt", "value": ["z" * 100] * 100_000}]
+    """)
+    store = MemorySessionStore()
+    result = Engine(prog, None, store).start()
+    state = json.dumps(store.load(result.session_id))
+    events = json.dumps(store.events(result.session_id))
+    assert len(state) < 200_000 and len(events) < 200_000
+    tool_result = next(e for e in store.events(result.session_id) if e["type"] == "tool_result")
+    cut = tool_result["data"]["truncated"]
+    assert cut["printed output"] == 50_000_001  # with the newline print adds
+    assert cut["message"] > 20_000 and cut["value receipt"] > 10_000_000
+    assert "[... cut: 50,000,001 characters in all]" in tool_result["data"]["message"]
+
+
+def test_tool_limits_come_from_the_programs_config_and_a_tool_may_have_its_own(tmp_path):
+    folder = tmp_path / "prog"
+    folder.mkdir()
+    (folder / "config.yml").write_text("tools:\n  timeout: 0.3\n  output_chars: 200\n"
+                                       "  slow_but_allowed:\n    timeout: 5\n", encoding="utf-8")
+    prog = program(folder, SIMPLE_FLOW, """
+        import time
+
+        def place_order():
+            \"\"\"Places the order.\"\"\"
+            print("a" * 1000)
+            time.sleep(2)
+
+        def slow_but_allowed():
+            \"\"\"Takes its time.\"\"\"
+            time.sleep(0.6)
+            return {"status": "success", "msg": "done"}
+    """)
+    runner = PythonToolRunner(prog)
+    slow = runner.call("place_order", {})
+    assert slow.status == "error" and "0.3 seconds" in (slow.error or "")
+    assert slow.truncated == {"printed output": 1001} and slow.message.startswith("a" * 200 + " [... cut")
+    assert runner.call("slow_but_allowed", {}).message == "done"
+
+
+@pytest.mark.parametrize("config, message", [
+    ("tools:\n  timeout: -1\n", "'timeout' must be a number of seconds"),
+    ("tools:\n  output_chars: 12\n", "'output_chars' must be a whole number of characters"),
+    ("tools:\n  place_order:\n    timeuot: 3\n", "unknown tool limit 'timeuot'"),
+    ("tools:\n  timout: 3\n", "'timout' under tools is neither a limit"),
+    ("tools: 3\n", "'tools' must be a mapping"),
+])
+def test_bad_tool_limits_are_diagnostics(tmp_path, config, message):
+    folder = tmp_path / "prog"
+    folder.mkdir()
+    (folder / "config.yml").write_text(config, encoding="utf-8")
+    (folder / "agents.yml").write_text(textwrap.dedent(SIMPLE_FLOW), encoding="utf-8")
+    (folder / "tools.py").write_text("def place_order():\n    \"\"\"Places.\"\"\"\n", encoding="utf-8")
+    _, diags = load_program(folder)
+    assert any(message in d.message and d.span.line >= 1 for d in diags), [d.format() for d in diags]

@@ -320,6 +320,32 @@ class ThresholdSettings(IRModel):
     reject: float | None = None
 
 
+class ToolLimits(IRModel):
+    """Bounds on one tool call; in `ToolSettings.per_tool`, None keeps the program's value."""
+
+    timeout: float | None = None  # seconds a call may take before it is an error result
+    output_chars: int | None = None  # printed output kept; the rest is cut with a marker
+    result_chars: int | None = None  # each text of the result (message, a line said, a value) kept
+
+
+class ToolSettings(IRModel):
+    """What a tool call may cost and push into a session (`tools:` in config.yml)."""
+
+    timeout: float = 30.0
+    output_chars: int = 20_000
+    result_chars: int = 20_000
+    per_tool: dict[str, ToolLimits] = Field(default_factory=dict)
+
+    def limits_for(self, tool: str) -> ToolLimits:
+        """The bounds of one tool: its own settings where it has them, else the program's."""
+        own = self.per_tool.get(tool) or ToolLimits()
+        return ToolLimits(
+            timeout=own.timeout if own.timeout is not None else self.timeout,
+            output_chars=own.output_chars if own.output_chars is not None else self.output_chars,
+            result_chars=own.result_chars if own.result_chars is not None else self.result_chars,
+        )
+
+
 class ProgramSettings(IRModel):
     """Per-program runtime settings (from `config.yml` beside an ADL program)."""
 
@@ -328,6 +354,7 @@ class ProgramSettings(IRModel):
     llm: dict[str, Any] = Field(default_factory=dict)
     # Per decision kind ("route", "claims"): when an embedding decision is sure enough to skip the LLM.
     understanding: dict[Literal["route", "claims"], ThresholdSettings] = Field(default_factory=dict)
+    tools: ToolSettings = Field(default_factory=ToolSettings)
 
 
 class Program(IRModel):

@@ -288,7 +288,8 @@ class TurnContext:
         self.log.emit("tool_called", caller, tool=tool, args=args)
         result = self.tools.call(tool, args)
         self.log.emit("tool_result", caller, tool=tool, status=result.status, message=result.message,
-                      args=result.args, bot=result.bot, error=result.error)
+                      args=result.args, bot=result.bot, error=result.error,
+                      **({"truncated": result.truncated} if result.truncated else {}))
         rec = self.state.records.setdefault(tool, {})
         rec.update(result.args)
         self.set_status(tool, result.status, result.message)

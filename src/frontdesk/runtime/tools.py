@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
-from frontdesk.ir.models import Program, ToolDef
+from frontdesk.ir.models import Program, ToolDef, ToolSettings
 
 
 @dataclass
@@ -24,6 +24,7 @@ class ToolResult:
     bot: list[str] = field(default_factory=list)  # lines said to the user
     args: dict[str, Any] = field(default_factory=dict)  # argument updates
     error: str | None = None  # set when the tool raised or could not be called
+    truncated: dict[str, int] = field(default_factory=dict)  # what was cut -> its full length in characters
 
     def for_model(self, call_args: dict[str, Any] | None = None) -> str:
         """The tool's result as text for an LLM's tool message. A returned value the model already
@@ -156,7 +157,7 @@ def _capturing_stdout() -> _PerThreadStdout:
         return sys.stdout
 
 
-DEFAULT_TOOL_TIMEOUT = 30.0
+DEFAULT_TOOL_TIMEOUT = ToolSettings().timeout
 
 # What the caller (and, through `${tool.message}`, the customer) is told when a tool breaks; the
 # details (exception, time limit, import failure) go to the result's `error`, which is logged.
@@ -173,10 +174,12 @@ class PythonToolRunner:
     error result too.
     """
 
-    def __init__(self, program: Program, timeout: float = DEFAULT_TOOL_TIMEOUT) -> None:
+    def __init__(self, program: Program, timeout: float | None = None) -> None:
         self.program = program
         self.root = Path(program.root or ".")
-        self.timeout = timeout
+        # `timeout` overrides the program's `tools:` settings for every call (tests use it)
+        self._timeout_override = timeout
+        self.timeout = timeout if timeout is not None else program.settings.tools.timeout  # imports
         self._modules: dict[str, Any] = {}
         self._broken: dict[str, str] = {}  # tool file -> why it could not be imported
         self._import_lock = threading.Lock()
@@ -229,16 +232,25 @@ class PythonToolRunner:
             kwargs = _fit_arguments(fn, args)
         except TypeError as exc:
             return ToolResult(status="error", message=str(exc), error=str(exc))
-        done, value, printed = _call_capturing(fn, kwargs, f"tool {tool}", self.timeout)
+        limits = self.program.settings.tools.limits_for(tool)
+        timeout = self._timeout_override if self._timeout_override is not None else limits.timeout
+        done, value, printed, printed_total = _call_capturing(fn, kwargs, f"tool {tool}", timeout,
+                                                              output_limit=limits.output_chars)
+        cut = {"printed output": printed_total} if printed_total else {}
+        if cut:
+            printed = printed + cut_marker(printed_total)
         if not done:
-            return ToolResult(status="error", message=_joined(printed, TOO_SLOW_MESSAGE),
-                              error=f"{tool} did not finish within {self.timeout:g} seconds")
-        if isinstance(value, _Raised):
-            return ToolResult(status="error", message=_joined(printed, UNAVAILABLE_MESSAGE),
-                              error=f"{tool} failed: {_describe(value.exc)}")
-        result = normalise_return(value)
-        if printed:
-            result.message = _joined(printed, result.message)
+            result = ToolResult(status="error", message=_joined(printed, TOO_SLOW_MESSAGE),
+                                error=f"{tool} did not finish within {timeout:g} seconds")
+        elif isinstance(value, _Raised):
+            result = ToolResult(status="error", message=_joined(printed, UNAVAILABLE_MESSAGE),
+                                error=f"{tool} failed: {_describe(value.exc)}")
+        else:
+            result = normalise_return(value)
+            bound_result(result, limits.result_chars)
+            if printed:  # already cut to its own limit
+                result.message = _joined(printed, result.message)
+        result.truncated = {**cut, **result.truncated}
         return result
 
 
@@ -258,19 +270,78 @@ def _exec_module(name: str, module: Any, loader: Any) -> None:
 
 def _run_limited(work: Callable[[], Any], label: str, timeout: float) -> tuple[bool, Any]:
     """(finished, value or _Raised) of `work` run in a daemon thread for at most `timeout` seconds."""
-    done, value, _ = _call_capturing(work, {}, label, timeout, keep_output=False)
+    done, value, _, _ = _call_capturing(work, {}, label, timeout, output_limit=0)
     return done, value
 
 
-def _call_capturing(fn: Callable[..., Any], kwargs: dict[str, Any], label: str, timeout: float,
-                    keep_output: bool = True) -> tuple[bool, Any, str]:
-    """Call `fn(**kwargs)` in a daemon thread with its printed output captured.
+class _BoundedText(io.TextIOBase):
+    """A write buffer that keeps the first `limit` characters and counts the rest."""
 
-    Returns (finished, return value or _Raised, printed text). Anything the function raises is
-    caught, SystemExit too; KeyboardInterrupt only ever reaches the main thread.
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.parts: list[str] = []
+        self.kept = 0
+        self.total = 0
+
+    def write(self, text: str) -> int:
+        text = text if isinstance(text, str) else text_of(text)
+        self.total += len(text)
+        room = self.limit - self.kept
+        if room > 0:
+            self.parts.append(text[:room])
+            self.kept += min(room, len(text))
+        return len(text)
+
+    def getvalue(self) -> str:
+        return "".join(self.parts)
+
+    def writable(self) -> bool:
+        return True
+
+
+def cut_marker(total: int) -> str:
+    return f" [... cut: {total:,} characters in all]"
+
+
+def _bounded_text(text: str, limit: int) -> tuple[str, int]:
+    """(the text cut to `limit` characters with a marker, its full length) or (text, 0) when it fits."""
+    if len(text) <= limit:
+        return text, 0
+    return text[:limit] + cut_marker(len(text)), len(text)
+
+
+def bound_result(result: ToolResult, limit: int) -> None:
+    """Cut each text of a tool's result (its message, a line it says, a value it returns) to `limit`
+    characters, noting in `result.truncated` what was cut and how long it was."""
+    import json
+
+    result.message, total = _bounded_text(result.message, limit)
+    if total:
+        result.truncated["message"] = total
+    for i, line in enumerate(result.bot):
+        result.bot[i], total = _bounded_text(line, limit)
+        if total:
+            result.truncated[f"said line {i + 1}"] = total
+    for name, value in list(result.args.items()):
+        size = len(value) if isinstance(value, str) else len(json.dumps(value, ensure_ascii=False))
+        if size > limit:
+            shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+            result.args[name] = shown[:limit] + cut_marker(size)
+            result.truncated[f"value {name}"] = size
+
+
+def _call_capturing(fn: Callable[..., Any], kwargs: dict[str, Any], label: str, timeout: float,
+                    output_limit: int = 0) -> tuple[bool, Any, str, int]:
+    """Call `fn(**kwargs)` in a daemon thread with its printed output captured, at most
+    `output_limit` characters of it kept (0: none).
+
+    Returns (finished, return value or _Raised, printed text, the length of all it printed when
+    that was more than was kept, else 0). Anything
+    the function raises is caught, SystemExit too; KeyboardInterrupt only ever reaches the main
+    thread.
     """
     stdout = _capturing_stdout()
-    out = io.StringIO()
+    out = _BoundedText(output_limit)
     outcome: list[Any] = []
 
     def run() -> None:
@@ -285,10 +356,11 @@ def _call_capturing(fn: Callable[..., Any], kwargs: dict[str, Any], label: str, 
     worker = threading.Thread(target=run, name=label, daemon=True)
     worker.start()
     worker.join(timeout)
-    printed = text_of(out.getvalue()).strip() if keep_output else ""
+    printed = text_of(out.getvalue()).strip()
+    total = out.total if out.total > out.kept else 0
     if worker.is_alive() or not outcome:
-        return False, None, printed
-    return True, outcome[0], printed
+        return False, None, printed, total
+    return True, outcome[0], printed, total
 
 
 def _describe(exc: BaseException) -> str:

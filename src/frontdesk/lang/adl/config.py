@@ -7,7 +7,7 @@ import stat
 from pathlib import Path
 
 from frontdesk.diagnostics import DiagnosticBag, did_you_mean
-from frontdesk.ir.models import ProgramSettings, ThresholdSettings
+from frontdesk.ir.models import ProgramSettings, ThresholdSettings, ToolLimits
 
 from .source import read_yaml_text
 from .yamlnodes import YMap, YScalar, compose_yaml, kind_name, to_python
@@ -16,7 +16,8 @@ from .codes import CONFIG_IGNORED, WRONG_TYPE
 
 CONFIG_NAMES = ("config.yml", "config.yaml")
 _INT_KEYS = ("max_consecutive_fallbacks", "history_window")
-_KNOWN_KEYS = ("llm", "understanding") + _INT_KEYS
+_KNOWN_KEYS = ("llm", "understanding", "tools") + _INT_KEYS
+_TOOL_LIMITS = ("timeout", "output_chars", "result_chars")
 _DECISIONS = ("route", "claims")
 _THRESHOLDS = ("accept", "margin", "reject")
 _MICA_ONLY_KEYS = ("unsafe_mode",)
@@ -62,6 +63,8 @@ def _apply_setting(settings: ProgramSettings, key: YScalar, value, bag: Diagnost
                       hint="write llm: followed by indented chat: / embedding: settings")
     elif name == "understanding":
         _apply_understanding(settings, value, bag)
+    elif name == "tools":
+        _apply_tools(settings, value, bag)
     elif name in _INT_KEYS:
         number = value.value if isinstance(value, YScalar) else None
         if isinstance(number, bool) or not isinstance(number, int) or number < 1:
@@ -107,3 +110,50 @@ def _apply_understanding(settings: ProgramSettings, value, bag: DiagnosticBag) -
             else:
                 found[key.text] = float(raw)
         settings.understanding[decision.text] = ThresholdSettings(**found)
+
+
+def _apply_tools(settings: ProgramSettings, value, bag: DiagnosticBag) -> None:
+    """`tools: {timeout: 10, output_chars: 5000, result_chars: 5000, place_order: {timeout: 60}}`:
+    the limits of every tool call, and a tool's own limits under its name."""
+    example = "tools:\n  timeout: 10\n  place_order:\n    timeout: 60"
+    if not isinstance(value, YMap):
+        bag.error(WRONG_TYPE, f"'tools' must be a mapping, found {kind_name(value)}", value.span,
+                  hint=f"for example {example}")
+        return
+    for key, item in value.pairs:
+        if key.text in _TOOL_LIMITS:
+            number = _tool_limit(key, item, bag)
+            if number is not None:
+                setattr(settings.tools, key.text, number)
+        elif isinstance(item, YMap):
+            found = {}
+            for limit, raw in item.pairs:
+                if limit.text not in _TOOL_LIMITS:
+                    guess = did_you_mean(limit.text, _TOOL_LIMITS)
+                    bag.error(WRONG_TYPE, f"unknown tool limit '{limit.text}'", limit.span,
+                              hint=f"did you mean '{guess}'?" if guess else f"use {', '.join(_TOOL_LIMITS)}")
+                    continue
+                number = _tool_limit(limit, raw, bag)
+                if number is not None:
+                    found[limit.text] = number
+            settings.tools.per_tool[key.text] = ToolLimits(**found)
+        else:
+            guess = did_you_mean(key.text, _TOOL_LIMITS)
+            bag.error(WRONG_TYPE, f"'{key.text}' under tools is neither a limit nor a tool's own limits",
+                      key.span, hint=f"did you mean '{guess}'?" if guess else
+                      f"use {', '.join(_TOOL_LIMITS)}, or a tool's name with its limits below it")
+
+
+def _tool_limit(key: YScalar, value, bag: DiagnosticBag) -> float | int | None:
+    raw = value.value if isinstance(value, YScalar) else None
+    if key.text == "timeout":
+        if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not 0 < raw <= 3600:
+            bag.error(WRONG_TYPE, "'timeout' must be a number of seconds above 0 and at most 3600", value.span,
+                      hint="for example timeout: 10")
+            return None
+        return float(raw)
+    if isinstance(raw, bool) or not isinstance(raw, int) or raw < 100:
+        bag.error(WRONG_TYPE, f"'{key.text}' must be a whole number of characters, at least 100", value.span,
+                  hint=f"for example {key.text}: 5000")
+        return None
+    return raw
