@@ -100,3 +100,31 @@ def test_response_content_is_always_text_or_none():
     assert LLMResponse(content=None).content is None
     assert LLMResponse(content="lone \ud800").content == "lone ?"
     json.dumps(LLMResponse(content={"a": object()}).model_dump())
+
+
+def test_a_server_that_echoes_the_authorization_header_never_gets_the_key_into_errors_or_events(server, tmp_path):
+    """Issue 8: a 401 whose body repeats the Authorization header put the key into the stored llm_call
+    event and stderr."""
+    from frontdesk.lang import load_program
+    from frontdesk.runtime.engine import Engine
+    from frontdesk.store.memory import MemorySessionStore
+
+    def echo(body, attempt):
+        auth = server.requests[-1]["headers"].get("authorization", "")
+        return 401, {"error": {"message": f"invalid credentials: {auth} (key {auth.split()[-1]})"}}, {}
+
+    server.behaviour = echo
+    provider = provider_from_config({"max_retries": 0, "timeout": 5},
+                                    env={"FRONTDESK_LLM_BASE_URL": server.base_url,
+                                         "FRONTDESK_LLM_API_KEY": "sk-live-7f3a9c2e"})
+    with pytest.raises(LLMError) as caught:
+        provider.complete(user_request())
+    assert "sk-live-7f3a9c2e" not in str(caught.value) and "***" in str(caught.value)
+    (tmp_path / "agents.yml").write_text(
+        "main:\n  type: llm agent\n  description: Talks.\n  prompt: Talk to the user.\n", encoding="utf-8")
+    program, _ = load_program(tmp_path)
+    store = MemorySessionStore()
+    engine = Engine(program, provider, store)
+    sid = engine.start().session_id
+    engine.send(sid, "hello")
+    assert "sk-live-7f3a9c2e" not in json.dumps(store.events(sid)) + json.dumps(store.load(sid))
