@@ -254,7 +254,7 @@ class TimedLLM:
 
 def build_models(mode: str, program, base_url: str | None):
     """(llm, understanding, embedder, note) as `frontdesk chat` would choose them for the mode."""
-    from frontdesk.llm.choose import choose_models
+    from frontdesk.app import choose_models
 
     with environment(base_url if mode != "offline" else None):
         if mode == "llm":

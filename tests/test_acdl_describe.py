@@ -8,7 +8,7 @@ import pytest
 
 from frontdesk.lang import load_program
 from frontdesk.lang.acdl import parse_acdl
-from frontdesk.lang.acdl.describe import describe_program
+from frontdesk.runtime.describe import describe_program
 from frontdesk.lang.acdl.verify import verify_calls
 from frontdesk.testing import load_conversation, run_conversation, scripted_model
 

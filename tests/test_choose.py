@@ -3,8 +3,8 @@
 import pytest
 
 from frontdesk.ir.models import Program
-from frontdesk.llm import choose
-from frontdesk.llm.choose import ModelChoiceError, choose_models
+from frontdesk import app as choose
+from frontdesk.app import ModelChoiceError, choose_models
 
 
 @pytest.fixture

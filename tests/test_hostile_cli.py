@@ -74,7 +74,7 @@ def test_markup_in_user_lines_bot_text_and_session_ids_is_printed_as_text(workdi
 
 def test_a_models_note_keeps_its_brackets(workdir, monkeypatch):
     from frontdesk import cli
-    from frontdesk.llm import choose
+    from frontdesk import app as choose
 
     hint = "install the local models: pip install 'frontdesk[local]' [/x]"
     monkeypatch.setattr(choose, "choose_models", lambda *a, **k: choose.Models(None, notes=[hint]))

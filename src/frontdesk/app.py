@@ -1,4 +1,5 @@
-"""Choosing the models a session runs with: a configured endpoint, the local models, or a script."""
+"""The application's wiring: which models a session runs with (a configured endpoint, the local models, or a
+script); providers, stores and the runtime know nothing of tests or the command line."""
 
 from __future__ import annotations
 
