@@ -48,7 +48,7 @@ FINISH_TOOL = getattr(_prompts, "FINISH_TOOL", "finish")
 HAND_BACK_TOOL = getattr(_prompts, "HAND_BACK_TOOL", "hand_back")
 NONE_CHOICE = getattr(_prompts, "NONE_CHOICE", "none")
 try:
-    from frontdesk.runtime.knowledge import NO_ANSWER
+    from frontdesk.runtime.prompts import NO_ANSWER
 except ImportError:  # pragma: no cover
     NO_ANSWER = "NO_ANSWER"
 

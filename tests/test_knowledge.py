@@ -9,15 +9,8 @@ import pytest
 from frontdesk.ir.models import FaqEntry, KnowledgeAgent, KnowledgeSource
 from frontdesk.llm.base import ChatMessage, ToolCall
 from frontdesk.runtime.documents import Chunk
-from frontdesk.runtime.knowledge import (
-    NO_ANSWER,
-    KnowledgeIndex,
-    Passage,
-    build_answer_request,
-    faq_similarity,
-    is_no_answer,
-    light_stem,
-)
+from frontdesk.runtime.knowledge import KnowledgeIndex, Passage, faq_similarity, light_stem
+from frontdesk.runtime.prompts import NO_ANSWER, build_answer_request, is_no_answer
 
 # the shared folder beside the repository (../shared), or where the workplace keeps it
 SHARED = next((p for p in (Path(__file__).resolve().parents[2] / "shared", Path("/work/shared")) if p.is_dir()),

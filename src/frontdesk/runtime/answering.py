@@ -58,7 +58,7 @@ class KnowledgeCache:
 
 class KnowledgeExecutor:
     def run(self, frame: Frame, ctx: TurnContext) -> Outcome:
-        from frontdesk.runtime.knowledge import NO_ANSWER, build_answer_request
+        from frontdesk.runtime.prompts import NO_ANSWER, build_answer_request
 
         agent: KnowledgeAgent = ctx.program.agents[frame.agent]  # type: ignore[assignment]
         inp = ctx.input

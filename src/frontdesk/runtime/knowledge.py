@@ -43,14 +43,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from frontdesk.ir.models import FaqEntry, KnowledgeAgent, KnowledgeSource
-from frontdesk.llm.base import ChatMessage, LLMRequest
 from frontdesk.runtime.documents import Chunk, Document, chunk_documents, load_source
 
 if TYPE_CHECKING:
     from frontdesk.nlu.embeddings import Embedder
 
 # The exact reply the model gives when the passages do not answer the question.
-NO_ANSWER = "NO_ANSWER"
 
 # FAQ answers skip the model, so a match must be close: same content words, same negation.
 DEFAULT_FAQ_THRESHOLD = 0.75
@@ -825,52 +823,3 @@ def _build_with_cache(
 # ---------------------------------------------------------------------------
 # The grounded-answer prompt
 # ---------------------------------------------------------------------------
-
-
-def _compact(text: str) -> str:
-    lines = (" ".join(line.split()) for line in text.split("\n"))
-    return "\n".join(line for line in lines if line)
-
-
-def render_passages(passages: list[Passage]) -> str:
-    """Numbered passages with their source names, as the model sees them."""
-    if not passages:
-        return "(no passages)"
-    blocks = []
-    for number, passage in enumerate(passages, start=1):
-        heading = f"[{number}] source: {passage.source}"
-        if passage.title and passage.title != passage.source:
-            heading += f" ({passage.title})"
-        blocks.append(f"{heading}\n{_compact(passage.text)}")
-    return "\n\n".join(blocks)
-
-
-def build_answer_request(
-    question: str,
-    passages: list[Passage],
-    history: list[ChatMessage],
-    agent: KnowledgeAgent,
-    history_limit: int = 6,
-) -> LLMRequest:
-    """The `kb_answer` request: answer `question` only from `passages`, or reply exactly NO_ANSWER."""
-    from frontdesk.runtime import prompts
-    from frontdesk.runtime.promptplan import PromptPlan  # noqa: F401  (the plan type returned below)
-
-    earlier = [
-        ChatMessage(role=m.role, content=m.content)
-        for m in history
-        if m.role in ("user", "assistant") and m.content and m.content.strip()
-    ]
-    if earlier and earlier[-1].role == "user" and earlier[-1].content.strip() == question.strip():
-        earlier.pop()  # the caller already put the question into the history
-    earlier = earlier[-history_limit:] if history_limit > 0 else []
-    plan = prompts.kb_answer_plan(agent, question, render_passages(passages), earlier, NO_ANSWER)
-    return LLMRequest(purpose="kb_answer", messages=plan.render(), temperature=0.0, plan=plan.name,
-                      structure=plan.structure())
-
-
-def is_no_answer(reply: str | None) -> bool:
-    """True when a model reply is (or contains) the NO_ANSWER sentinel, or is empty."""
-    if reply is None or not reply.strip():
-        return True
-    return re.search(r"\bNO[_ ]ANSWER\b", reply) is not None

@@ -7,12 +7,16 @@ descriptions of Frontdesk's own calls are generated from these same functions.
 from __future__ import annotations
 
 import json
-from typing import Any
+import re
+from typing import TYPE_CHECKING, Any
 
-from frontdesk.ir.models import Agent, ReasoningAgent, ToolDef
+from frontdesk.ir.models import Agent, KnowledgeAgent, ReasoningAgent, ToolDef
 from frontdesk.llm.base import ChatMessage, LLMRequest, ToolSchema
 from frontdesk.runtime.promptplan import Each, Fixed, Maybe, Message, PromptPlan, Turns, Value
 from frontdesk.runtime.state import HistoryItem
+
+if TYPE_CHECKING:
+    from frontdesk.runtime.knowledge import Passage
 
 NONE_CHOICE = "none"
 ROUTE_TOOL = "route"
@@ -286,6 +290,56 @@ def kb_answer_plan(agent: Agent, question: str, passages_text: str, earlier: lis
     return PromptPlan(f"Answer_{agent.name}", "[@T]",
                       [system, Turns("m", "sys.recent_messages", shape, real), question_msg],
                       comment=f"{agent.name}: a grounded answer from retrieved passages")
+
+
+# The marker a knowledge answer replies with when the passages do not hold the answer.
+NO_ANSWER = "NO_ANSWER"
+
+
+def _compact(text: str) -> str:
+    lines = (" ".join(line.split()) for line in text.split("\n"))
+    return "\n".join(line for line in lines if line)
+
+
+def render_passages(passages: list["Passage"]) -> str:
+    """Numbered passages with their source names, as the model sees them."""
+    if not passages:
+        return "(no passages)"
+    blocks = []
+    for number, passage in enumerate(passages, start=1):
+        heading = f"[{number}] source: {passage.source}"
+        if passage.title and passage.title != passage.source:
+            heading += f" ({passage.title})"
+        blocks.append(f"{heading}\n{_compact(passage.text)}")
+    return "\n\n".join(blocks)
+
+
+def build_answer_request(
+    question: str,
+    passages: list["Passage"],
+    history: list[ChatMessage],
+    agent: KnowledgeAgent,
+    history_limit: int = 6,
+) -> LLMRequest:
+    """The `kb_answer` request: answer `question` only from `passages`, or reply exactly NO_ANSWER."""
+    earlier = [
+        ChatMessage(role=m.role, content=m.content)
+        for m in history
+        if m.role in ("user", "assistant") and m.content and m.content.strip()
+    ]
+    if earlier and earlier[-1].role == "user" and earlier[-1].content.strip() == question.strip():
+        earlier.pop()  # the caller already put the question into the history
+    earlier = earlier[-history_limit:] if history_limit > 0 else []
+    plan = kb_answer_plan(agent, question, render_passages(passages), earlier, NO_ANSWER)
+    return LLMRequest(purpose="kb_answer", messages=plan.render(), temperature=0.0, plan=plan.name,
+                      structure=plan.structure())
+
+
+def is_no_answer(reply: str | None) -> bool:
+    """True when a model reply is (or contains) the NO_ANSWER sentinel, or is empty."""
+    if reply is None or not reply.strip():
+        return True
+    return re.search(r"\bNO[_ ]ANSWER\b", reply) is not None
 
 
 def _request(purpose, plan: PromptPlan, **kw) -> LLMRequest:
