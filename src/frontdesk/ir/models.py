@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from frontdesk.diagnostics import Span
 
-IR_VERSION = "1"
+IR_VERSION = "2"
 
 
 class IRModel(BaseModel):
@@ -119,9 +119,15 @@ class SayNode(NodeBase):
 
 
 class ListenNode(NodeBase):
-    """Wait for the user's next message."""
+    """Wait for the user's next message.
+
+    What the answer is read for, filled by the front end (ADL: from the steps that follow; ABL:
+    from GATHER): `classifies`, the id of the branch whose `the user claims` cases the answer
+    decides; `extracts`, the flow's own arguments the answer may give."""
 
     kind: Literal["listen"] = "listen"
+    classifies: str | None = None
+    extracts: list[str] = Field(default_factory=list)
 
 
 class Assignment(IRModel):

@@ -12,12 +12,12 @@ from frontdesk.ir.models import (
     ClaimsCondition,
     FlowAgent,
     KnowledgeAgent,
+    ListenNode,
     Program,
     ReasoningAgent,
     RouterAgent,
 )
 from frontdesk.runtime import prompts
-from frontdesk.runtime.flow import args_read_after
 from frontdesk.runtime.prompts import NO_ANSWER
 from frontdesk.runtime.promptplan import PromptPlan
 
@@ -32,7 +32,7 @@ def _flow_needs_understanding(agent: FlowAgent) -> bool:
     for node in graph.nodes.values():
         if isinstance(node, BranchNode) and any(isinstance(c.condition, ClaimsCondition) for c in node.cases):
             return True
-        if node.kind == "listen" and args_read_after(graph, node.id, agent.name):
+        if isinstance(node, ListenNode) and (node.classifies or node.extracts):
             return True
     return False
 

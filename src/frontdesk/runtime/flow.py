@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from functools import lru_cache
 from typing import Any
 
-from frontdesk.expr import EvalError, collect_refs, is_true, template_refs
+from frontdesk.expr import EvalError, is_true
 from frontdesk.ir.models import (
     AssignNode,
     BranchNode,
@@ -168,9 +167,10 @@ class FlowExecutor:
         Returns the outcome (a topic switch) and whether the message answered the step: a claims
         case chosen, or a value given. A `tentative` message (the one that started the agent) is
         only read for an answer: no topic switch, no guess."""
-        branch = claims_branch_after(graph, node.next)
+        branch = graph.nodes.get(node.classifies) if node.classifies else None
+        branch = branch if isinstance(branch, BranchNode) else None
         values = ctx.values(frame.agent)
-        extract = [n for n in args_read_after(graph, node.id, frame.agent) if values.get(n) is None]
+        extract = [n for n in node.extracts if values.get(n) is None]
         if branch is None and not extract:
             return None, not tentative
         switches = switch_candidates(ctx, frame) if branch and not tentative else []
@@ -358,68 +358,3 @@ def claims_choices(branch: BranchNode) -> list[tuple[str, list[str]]]:
         for i, case in enumerate(branch.cases, start=1)
         if isinstance(case.condition, ClaimsCondition)
     ]
-
-
-def claims_branch_after(graph: StepGraph, node_id: str | None) -> BranchNode | None:
-    """The claims branch the flow reaches right after a `user` step, through say/set steps only."""
-    seen = set()
-    while node_id is not None and node_id not in seen:
-        seen.add(node_id)
-        node = graph.nodes[node_id]
-        if isinstance(node, BranchNode):
-            if any(isinstance(c.condition, ClaimsCondition) for c in node.cases):
-                return node
-            return None
-        if not isinstance(node, (SayNode, AssignNode)):
-            return None
-        node_id = node.next
-    return None
-
-
-def args_read_after(graph: StepGraph, listen_id: str, agent: str) -> list[str]:
-    return list(_args_read_after(graph.model_dump_json(), listen_id, agent))
-
-
-@lru_cache(maxsize=512)
-def _args_read_after(graph_json: str, listen_id: str, agent: str) -> tuple[str, ...]:
-    """Own arguments the flow reads between this `user` step and the next, not set on the way."""
-    graph = StepGraph.model_validate_json(graph_json)
-    read: list[str] = []
-    assigned: set[str] = set()
-    stack = [graph.nodes[listen_id].next]
-    seen: set[str] = set()
-    while stack:
-        nid = stack.pop()
-        if nid is None or nid in seen:
-            continue
-        seen.add(nid)
-        node = graph.nodes[nid]
-        refs = []
-        if isinstance(node, ListenNode):
-            continue
-        if isinstance(node, SayNode):
-            refs = template_refs(node.text)
-        elif isinstance(node, AssignNode):
-            for a in node.assignments:
-                refs += collect_refs(a.value)
-                if a.target.scope == agent:
-                    assigned.add(a.target.name)
-        elif isinstance(node, InvokeNode):
-            for a in node.args:
-                refs += collect_refs(a.value)
-            if node.target_kind == "subflow":
-                stack.append(graph.subflows.get(node.target))
-        elif isinstance(node, BranchNode):
-            for c in node.cases:
-                if isinstance(c.condition, ExprCondition):
-                    refs += collect_refs(c.condition.expr)
-                stack.append(c.target)
-            stack.append(node.otherwise)
-        elif isinstance(node, JumpNode):
-            stack.append(node.target)
-        for r in refs:
-            if r.scope == agent and r.name not in read:
-                read.append(r.name)
-        stack.append(node.next)
-    # An argument set anywhere on the way is the flow's own business, not the user's answer.
-    return tuple(name for name in read if name not in assigned)
