@@ -740,3 +740,33 @@ def test_an_llm_agent_sees_a_bounded_transcript_that_starts_at_a_user_message():
     kept = recent(transcript, 10)
     assert len(kept) <= 10 and kept[0]["role"] == "user" and kept[-1] == transcript[-1]
     assert recent(transcript[:6], 10) == transcript[:6]
+
+
+def test_events_go_to_every_subscriber_and_a_broken_one_does_not_break_the_turn():
+    import warnings
+
+    from frontdesk.runtime.events import EVENT_TYPES, EventLog, EventTypeWarning, register_event_type
+
+    seen_a, seen_b = [], []
+
+    def broken(event):
+        raise RuntimeError("exporter down")
+
+    log = EventLog(0, 1, subscribers=[seen_a.append, broken])
+    log.subscribe(seen_b.append)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        log.emit("bot_message", "main", text="hello")
+    assert [e.type for e in seen_a] == [e.type for e in seen_b] == ["bot_message"]
+    assert any("exporter down" in str(w.message) for w in caught)
+    # the registry is open: a new kind of event is declared with the fields it carries
+    log = EventLog(0, 1)
+    register_event_type("constraint_failed", "a constraint did not hold", ("constraint",))
+    assert EVENT_TYPES["constraint_failed"].fields == ("constraint",)
+    log.emit("constraint_failed", "main", constraint="amount > 0")
+    with pytest.raises(EventTypeWarning, match="lacks constraint"):
+        log.emit("constraint_failed", "main")
+    with pytest.raises(EventTypeWarning, match="unknown event type"):
+        log.emit("no_such_event", "main")
+    with pytest.raises(ValueError, match="already registered differently"):
+        register_event_type("bot_message", "something else")

@@ -79,7 +79,8 @@ class Engine:
         self.store = store
         self.tools = tools or PythonToolRunner(program)
         self.clock = clock
-        self.listener = listener
+        # every event goes to each subscriber as it happens (the CLI's live trace, tests, exporters)
+        self.subscribers: list[Callable[[Event], None]] = [listener] if listener else []
         self.understanding = understanding
         self.option_cache: dict = {}
         self.knowledge = KnowledgeCache(program, fetch_urls=fetch_urls, embedder=embedder, progress=progress)
@@ -93,6 +94,10 @@ class Engine:
         }
 
     # ---- public API ----------------------------------------------------------------
+
+    def subscribe(self, subscriber: Callable[[Event], None]) -> None:
+        """Hand every event of every later turn to `subscriber` as it happens."""
+        self.subscribers.append(subscriber)
 
     def start(self, session_id: str | None = None, program_label: str = "") -> TurnResult:
         """Create a session and run the program until it first waits for the user."""
@@ -155,7 +160,7 @@ class Engine:
     # ---- the loop ------------------------------------------------------------------
 
     def _context(self, state: SessionState) -> TurnContext:
-        log = EventLog(state.event_seq, state.turn, clock=self.clock, listener=self.listener)
+        log = EventLog(state.event_seq, state.turn, clock=self.clock, subscribers=self.subscribers)
         return TurnContext(program=self.program, state=state, llm=self.llm, tools=self.tools, log=log,
                            aliases=self.aliases, knowledge=self.knowledge, understanding=self.understanding,
                            option_cache=self.option_cache)
