@@ -1,4 +1,6 @@
-"""Conversations with a model that answers at random (but well-formed): the runtime never crashes."""
+"""Conversations with a model that answers at random (but well-formed): the runtime never crashes, the
+agent on top waits for the user after every turn, event numbers increase and the engine reports no
+error of its own."""
 
 from __future__ import annotations
 
@@ -66,9 +68,21 @@ def test_random_model_answers_never_crash_the_runtime(example, seed, tmp_path, m
     rng = random.Random(seed)
     engine = Engine(program, RandomModel(seed), MemorySessionStore(), fetch_urls=False)
     session = engine.start().session_id
+    sessions = [session]
     for _ in range(25):
         result = engine.send(session, rng.choice(MESSAGES))
         if result.ended:
             session = engine.start().session_id
+            sessions.append(session)
+            continue
+        # at the end of every turn the agent on top waits for the user's next message
+        state = engine.load_state(session)
+        assert state.stack and state.stack[-1].waiting, [(f.agent, f.waiting) for f in state.stack]
+    for sid in sessions:
+        events = engine.store.events(sid)
+        numbers = [e["seq"] for e in events]
+        assert numbers == sorted(set(numbers)), "event numbers must increase"
+        engine_errors = [e for e in events if e["type"] == "error" and e["data"].get("where") == "engine"]
+        assert not engine_errors, engine_errors
     state = engine.store.load(session)
     json.dumps(state)  # the state stays plain JSON
