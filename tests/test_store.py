@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 import pytest
+
+from frontdesk.lang import load_program
+from frontdesk.runtime.engine import Engine, SessionNotFound
 
 from frontdesk.store import (
     DEFAULT_STORE_PATH,
@@ -14,6 +18,8 @@ from frontdesk.store import (
     StoreError,
     open_store,
 )
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
 @pytest.fixture(params=["memory", "sqlite"])
@@ -264,3 +270,27 @@ def test_state_with_lone_surrogates_is_stored(store):
     store.save_turn("s", {"program": "p", "text": "half \ud83d emoji"}, [{"type": "x", "text": "\udcff"}])
     assert store.load("s")["text"] == "half \ud83d emoji"
     assert store.events("s")[0]["text"] == "\udcff"
+
+
+def test_a_session_stored_by_the_previous_version_loads_and_goes_on():
+    """State version 1 had an `ended` flag and no user, channel or status (issue 8)."""
+    from frontdesk.runtime.state import STATE_VERSION, load_state
+
+    program, _ = load_program(EXAMPLES / "bookstore")
+    store = MemorySessionStore()
+    engine = Engine(program, None, store)
+    sid = engine.start(user_id="u-17", channel="test").session_id
+    state = store.load(sid)
+    assert (state["version"], state["status"], state["user_id"], state["channel"]) == (STATE_VERSION, "waiting",
+                                                                                       "u-17", "test")
+    old = {k: v for k, v in state.items() if k not in ("status", "user_id", "channel")}
+    old.update(version=1, ended=False)
+    store.save_turn(sid, old, [])
+    result = engine.send(sid, "Thanks, bye")
+    assert result.messages and not result.ended
+    assert store.load(sid)["version"] == STATE_VERSION and store.load(sid)["status"] == "waiting"
+    assert load_state({**old, "ended": True}).status == "ended"
+    future = {**old, "version": STATE_VERSION + 1}
+    store.save_turn(sid, future, [])
+    with pytest.raises(SessionNotFound, match="newer Frontdesk"):
+        engine.send(sid, "hello")

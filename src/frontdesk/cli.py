@@ -276,7 +276,7 @@ def chat(
                 raise typer.Exit(2)
             session_id = session
         else:
-            result = engine.start(program_label=_program_label(prog, program))
+            result = engine.start(program_label=_program_label(prog, program), channel="cli")
             session_id = result.session_id
             show(result)
         _dim(f"session {session_id} · {models.describe()} · type /quit to leave")

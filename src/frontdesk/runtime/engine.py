@@ -17,7 +17,7 @@ from frontdesk.runtime.flow import FlowExecutor
 from frontdesk.runtime.policies import KIND_OF, new_frame
 from frontdesk.runtime.reasoning import ReasoningExecutor
 from frontdesk.runtime.routing import RouterExecutor
-from frontdesk.runtime.state import Frame, HistoryItem, SessionState, bound_history
+from frontdesk.runtime.state import Frame, HistoryItem, SessionState, bound_history, load_state
 from frontdesk.runtime.tools import PythonToolRunner, ToolRunner
 from frontdesk.store.base import SessionStore
 
@@ -26,7 +26,7 @@ LOOP_APOLOGY = "Sorry, I got stuck. Let's start over: how can I help you?"
 
 
 class SessionNotFound(LookupError):
-    pass
+    """No session by that id, or one this version of Frontdesk cannot read."""
 
 
 @dataclass
@@ -99,10 +99,12 @@ class Engine:
         """Hand every event of every later turn to `subscriber` as it happens."""
         self.subscribers.append(subscriber)
 
-    def start(self, session_id: str | None = None, program_label: str = "") -> TurnResult:
+    def start(self, session_id: str | None = None, program_label: str = "", user_id: str = "",
+              channel: str = "") -> TurnResult:
         """Create a session and run the program until it first waits for the user."""
         session_id = session_id or uuid.uuid4().hex[:12]
-        state = SessionState(session_id=session_id, program=program_label, program_digest=self.digest)
+        state = SessionState(session_id=session_id, program=program_label, program_digest=self.digest,
+                             user_id=user_id, channel=channel)
         ctx = self._context(state)
         ctx.log.emit("session_started", None, program=program_label, entry=self.program.entry)
         state.stack.append(new_frame(ctx, self.program.entry))
@@ -113,9 +115,14 @@ class Engine:
         raw = self.store.load(session_id)
         if raw is None:
             raise SessionNotFound(f"no session {session_id!r}")
-        state = SessionState.model_validate(raw)
+        try:
+            state = load_state(raw)
+        except ValueError as exc:
+            raise SessionNotFound(f"session {session_id!r} cannot be continued: {exc}") from exc
         number_frames(state)
         state.turn += 1
+        if not state.ended:
+            state.status = "active"
         ctx = self._context(state)
         if state.program_digest != self.digest:
             self._adopt_program(ctx)
@@ -155,7 +162,7 @@ class Engine:
 
     def load_state(self, session_id: str) -> SessionState | None:
         raw = self.store.load(session_id)
-        return SessionState.model_validate(raw) if raw is not None else None
+        return load_state(raw) if raw is not None else None
 
     # ---- the loop ------------------------------------------------------------------
 
@@ -172,6 +179,8 @@ class Engine:
             ctx.log.emit("step", None, action="the message was handled; nobody else took the rest of it",
                          passed=ctx.input.passed)
         bound_history(state)
+        if state.status == "active":
+            state.status = "waiting"  # for the user's next message
         state.event_seq = ctx.log.next_seq
         self.store.save_turn(state.session_id, state.model_dump(mode="json"),
                              [e.model_dump(mode="json") for e in ctx.log.events])

@@ -6,7 +6,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-STATE_VERSION = 1
+# 2: the session has a user id, a channel and a status instead of an `ended` flag (issue 8).
+STATE_VERSION = 2
+
+SessionStatus = Literal["active", "waiting", "escalated", "ended"]
 
 
 # How much conversation the stored state keeps; everything else lives in the event log.
@@ -55,6 +58,11 @@ class HistoryItem(BaseModel):
 class SessionState(BaseModel):
     version: int = STATE_VERSION
     session_id: str
+    user_id: str = ""  # who the session is with, when the channel knows (memory is kept per user)
+    channel: str = ""  # where the conversation happens: "cli", "http", "test", ...
+    # active: a turn is running; waiting: for the user's next message; escalated: handed to a person;
+    # ended: nothing more will happen
+    status: SessionStatus = "active"
     program: str = ""  # program path as given
     program_digest: str = ""
     turn: int = 0
@@ -62,9 +70,36 @@ class SessionState(BaseModel):
     records: dict[str, dict[str, Any]] = Field(default_factory=dict)
     stack: list[Frame] = Field(default_factory=list)
     history: list[HistoryItem] = Field(default_factory=list)
-    ended: bool = False
     next_frame: int = 1  # numbering of frame ids
     tokens: dict[str, int] = Field(default_factory=lambda: {"prompt": 0, "completion": 0, "calls": 0})
+
+    @property
+    def ended(self) -> bool:
+        return self.status == "ended"
+
+    @ended.setter
+    def ended(self, value: bool) -> None:
+        self.status = "ended" if value else "active"
+
+
+def migrate_state(raw: dict[str, Any]) -> dict[str, Any]:
+    """A stored session as the current version reads it; a session stored by an earlier version of
+    Frontdesk loads after an upgrade. Raises ValueError for a state from a newer version."""
+    data = dict(raw)
+    version = data.get("version", 1)
+    if not isinstance(version, int) or version > STATE_VERSION:
+        raise ValueError(f"the session was stored by a newer Frontdesk (state version {version!r})")
+    if version < 2:
+        # version 1 had an `ended` flag; between turns a session waits for the user
+        data["status"] = "ended" if data.pop("ended", False) else "waiting"
+        data.setdefault("user_id", "")
+        data.setdefault("channel", "")
+    data["version"] = STATE_VERSION
+    return data
+
+
+def load_state(raw: dict[str, Any]) -> SessionState:
+    return SessionState.model_validate(migrate_state(raw))
 
 
 Frame.model_rebuild()
