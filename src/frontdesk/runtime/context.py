@@ -130,6 +130,7 @@ class TurnContext:
     knowledge: Any  # KnowledgeCache
     understanding: Understanding | None = None
     option_cache: dict = field(default_factory=dict)  # per engine: options mined from the program
+    memory: Any = None  # frontdesk.store.longterm.MemoryStore: what agents remember beyond the session
     said: list[BotMessage] = field(default_factory=list)
     input: TurnInput = field(default_factory=lambda: TurnInput(None))
 

@@ -17,6 +17,7 @@ from frontdesk.runtime.flow import FlowExecutor
 from frontdesk.runtime.policies import KIND_OF, new_frame
 from frontdesk.runtime.reasoning import ReasoningExecutor
 from frontdesk.runtime.routing import RouterExecutor
+from frontdesk.store.longterm import DictMemoryStore, MemoryStore
 from frontdesk.runtime.state import Frame, HistoryItem, SessionState, bound_history, load_state
 from frontdesk.runtime.tools import PythonToolRunner, ToolRunner
 from frontdesk.store.base import SessionStore
@@ -73,7 +74,8 @@ class Engine:
     def __init__(self, program: Program, llm: LLM | None, store: SessionStore,
                  tools: ToolRunner | None = None, clock: Callable[[], float] | None = None,
                  fetch_urls: bool = True, listener: Callable[[Event], None] | None = None,
-                 understanding: Understanding | None = None, embedder=None, progress: bool = False) -> None:
+                 understanding: Understanding | None = None, embedder=None, progress: bool = False,
+                 memory: MemoryStore | None = None) -> None:
         self.program = program
         self.llm = llm
         self.store = store
@@ -82,6 +84,8 @@ class Engine:
         # every event goes to each subscriber as it happens (the CLI's live trace, tests, exporters)
         self.subscribers: list[Callable[[Event], None]] = [listener] if listener else []
         self.understanding = understanding
+        # persistent memory (user, project and execution-tree facts); in-process unless one is given
+        self.memory: MemoryStore = memory if memory is not None else DictMemoryStore()
         self.option_cache: dict = {}
         self.knowledge = KnowledgeCache(program, fetch_urls=fetch_urls, embedder=embedder, progress=progress)
         self.aliases = binding_aliases(program)
@@ -170,7 +174,7 @@ class Engine:
         log = EventLog(state.event_seq, state.turn, clock=self.clock, subscribers=self.subscribers)
         return TurnContext(program=self.program, state=state, llm=self.llm, tools=self.tools, log=log,
                            aliases=self.aliases, knowledge=self.knowledge, understanding=self.understanding,
-                           option_cache=self.option_cache)
+                           option_cache=self.option_cache, memory=self.memory)
 
     def _finish(self, ctx: TurnContext) -> TurnResult:
         self._drive(ctx)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from frontdesk.store.base import SessionInfo, SessionStore, StoreError
+from frontdesk.store.longterm import DictMemoryStore, MemoryStore, SqliteMemoryStore
 from frontdesk.store.memory import MemorySessionStore
 from frontdesk.store.sqlite import SqliteSessionStore
 
@@ -35,6 +36,9 @@ def open_store(url: str) -> SessionStore:
 
 __all__ = [
     "DEFAULT_STORE_PATH",
+    "DictMemoryStore",
+    "MemoryStore",
+    "SqliteMemoryStore",
     "MemorySessionStore",
     "SessionInfo",
     "SessionStore",
