@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
@@ -31,6 +32,7 @@ CREATE TABLE IF NOT EXISTS events (
 );
 """
 _BUSY_TIMEOUT_SECONDS = 5.0
+_OPEN_ATTEMPTS = 6  # opening a store another process is setting up: tries, 50 ms apart and doubling
 
 
 class SqliteSessionStore:
@@ -49,27 +51,40 @@ class SqliteSessionStore:
             self._connection = sqlite3.connect(
                 self.path, check_same_thread=False, isolation_level=None, timeout=_BUSY_TIMEOUT_SECONDS
             )
-            self._connection.execute("PRAGMA journal_mode=WAL")
-            self._connection.execute("PRAGMA synchronous=NORMAL")
-            # A write transaction from the start: upgrading a read transaction to a write one fails at
-            # once ("database is locked") when another process writes, instead of waiting its turn.
-            with self._transaction(write=True) as db:
-                version = db.execute("PRAGMA user_version").fetchone()[0]
-                if version > SCHEMA_VERSION:
-                    raise StoreError(
-                        f"session store {self.path} was written by a newer Frontdesk (schema {version}, "
-                        f"this one knows {SCHEMA_VERSION})"
-                    )
-                for statement in _SCHEMA.split(";"):
-                    if statement.strip():
-                        db.execute(statement)
-                db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            for attempt in range(_OPEN_ATTEMPTS):
+                try:
+                    self._prepare()
+                    break
+                except sqlite3.OperationalError as exc:
+                    # Switching to WAL while other processes open the same new file can be refused at
+                    # once ("database is locked") without waiting for the busy timeout: try again.
+                    if "locked" not in str(exc) and "busy" not in str(exc) or attempt == _OPEN_ATTEMPTS - 1:
+                        raise
+                    time.sleep(0.05 * 2 ** attempt)
         except sqlite3.Error as exc:
             self.close()
             raise StoreError(f"cannot open session store {self.path}: {exc}") from exc
         except StoreError:
             self.close()
             raise
+
+    def _prepare(self) -> None:
+        assert self._connection is not None
+        self._connection.execute("PRAGMA journal_mode=WAL")
+        self._connection.execute("PRAGMA synchronous=NORMAL")
+        # A write transaction from the start: upgrading a read transaction to a write one fails at
+        # once ("database is locked") when another process writes, instead of waiting its turn.
+        with self._transaction(write=True) as db:
+            version = db.execute("PRAGMA user_version").fetchone()[0]
+            if version > SCHEMA_VERSION:
+                raise StoreError(
+                    f"session store {self.path} was written by a newer Frontdesk (schema {version}, "
+                    f"this one knows {SCHEMA_VERSION})"
+                )
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    db.execute(statement)
+            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     def __repr__(self) -> str:
         return f"SqliteSessionStore({self.path!r})"
