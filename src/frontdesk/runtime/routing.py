@@ -84,7 +84,6 @@ class RouterExecutor:
     def child_finished(self, frame: Frame, child: Frame, outcome: Outcome, ctx: TurnContext) -> None:
         if child.graph == "setup":
             return
-        frame.active_member = None
         if outcome.kind in ("hand_back", "switch"):
             # The member keeps its place: it resumes once the agent the user turned to is done.
             child.waiting = True

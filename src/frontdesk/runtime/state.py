@@ -43,7 +43,6 @@ class Frame(BaseModel):
     # a suspended member's own callees (an agent its flow called), bottom first: they go back on the
     # stack above it when it resumes
     called: list["Frame"] = Field(default_factory=list)
-    active_member: str | None = None  # routers: the member currently handling the conversation
     suspended_at: int = 0  # the turn in which this frame was suspended
     offered: bool = False  # a stale suspended frame the user was told they can come back to
 
