@@ -101,3 +101,23 @@ def test_behaviour_a_finished_choice_reaches_the_flow_through_the_router_binding
         "In your basket: Blue Kettle. Anything else?"]
     assert [m.text for m in engine.send(sid, "No, that's all").messages] == ["Order placed for Blue Kettle."]
     llm.assert_finished()
+
+
+def test_a_built_flow_calls_stub_tools_and_reads_their_results():
+    from frontdesk.runtime.tools import StubToolRunner
+
+    program = b.program(b.flow("main", [
+        b.call("place_order", "tool", item='"kettle"'),
+        b.branch(("place_order.success", [b.say("Done: ${place_order.message}")]),
+                 otherwise=[b.say("Sorry: ${place_order.message}")]),
+        b.call("check_stock", "tool"),
+        b.say("Stock: ${check_stock.count}"),
+    ]))
+    tools = StubToolRunner({
+        "place_order": lambda item: [{"status": "success", "msg": f"order 7 for the {item}"}],
+        "check_stock": {"count": 3},
+    })
+    result = Engine(program, None, MemorySessionStore(), tools=tools).start()
+    assert [m.text for m in result.messages] == ["Done: order 7 for the kettle", "Stock: 3"]
+    assert tools.calls == [("place_order", {"item": "kettle"}), ("check_stock", {})]
+    assert StubToolRunner({}).call("missing", {}).status == "error"

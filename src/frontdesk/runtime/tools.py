@@ -254,6 +254,31 @@ class PythonToolRunner:
         return result
 
 
+class StubToolRunner:
+    """Tool calls answered from a table, for tests and for trying a program before its tools exist.
+
+    `answers` maps a tool's name to a ToolResult, to a return value in the ADL convention, or to a
+    function of the call's arguments giving either; a tool not in the table is an error result.
+    Every call is kept in `calls`.
+    """
+
+    def __init__(self, answers: dict[str, Any]) -> None:
+        self.answers = dict(answers)
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+
+    def call(self, tool: str, args: dict[str, Any]) -> ToolResult:
+        self.calls.append((tool, dict(args)))
+        if tool not in self.answers:
+            return ToolResult(status="error", message=UNAVAILABLE_MESSAGE, error=f"no stub answer for {tool}")
+        answer = self.answers[tool]
+        if callable(answer):
+            try:
+                answer = answer(**args)
+            except Exception as exc:  # noqa: BLE001 - a stub that fails is a failing tool
+                return ToolResult(status="error", message=UNAVAILABLE_MESSAGE, error=f"{tool} failed: {_describe(exc)}")
+        return answer if isinstance(answer, ToolResult) else normalise_return(answer)
+
+
 class ToolLoadError(Exception):
     """A tool file could not be imported (it raised, exited or hung) or lacks the function."""
 
