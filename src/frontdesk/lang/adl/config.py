@@ -80,12 +80,19 @@ def _apply_setting(settings: ProgramSettings, key: YScalar, value, bag: Diagnost
                  hint=f"did you mean '{guess}'?" if guess else f"known settings: {', '.join(_KNOWN_KEYS)}")
 
 
+def _is_mapping(name: str, value, bag: DiagnosticBag, example: str) -> bool:
+    """Whether a setting's value is a mapping; if not, says so with an example."""
+    if isinstance(value, YMap):
+        return True
+    bag.error(WRONG_TYPE, f"'{name}' must be a mapping, found {kind_name(value)}", value.span,
+              hint=f"for example {example}")
+    return False
+
+
 def _apply_understanding(settings: ProgramSettings, value, bag: DiagnosticBag) -> None:
     """`understanding: {route: {accept: 0.6, margin: 0.05, reject: 0.3}, claims: {...}}`."""
     example = "understanding:\n  route:\n    accept: 0.6"
-    if not isinstance(value, YMap):
-        bag.error(WRONG_TYPE, f"'understanding' must be a mapping, found {kind_name(value)}", value.span,
-                  hint=f"for example {example}")
+    if not _is_mapping("understanding", value, bag, example):
         return
     for decision, limits in value.pairs:
         if decision.text not in _DECISIONS:
@@ -115,10 +122,7 @@ def _apply_understanding(settings: ProgramSettings, value, bag: DiagnosticBag) -
 def _apply_tools(settings: ProgramSettings, value, bag: DiagnosticBag) -> None:
     """`tools: {timeout: 10, output_chars: 5000, result_chars: 5000, place_order: {timeout: 60}}`:
     the limits of every tool call, and a tool's own limits under its name."""
-    example = "tools:\n  timeout: 10\n  place_order:\n    timeout: 60"
-    if not isinstance(value, YMap):
-        bag.error(WRONG_TYPE, f"'tools' must be a mapping, found {kind_name(value)}", value.span,
-                  hint=f"for example {example}")
+    if not _is_mapping("tools", value, bag, "tools:\n  timeout: 10\n  place_order:\n    timeout: 60"):
         return
     for key, item in value.pairs:
         if key.text in _TOOL_LIMITS:
