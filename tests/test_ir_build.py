@@ -15,7 +15,7 @@ from frontdesk.llm import ScriptedProvider
 from frontdesk.runtime.engine import Engine
 from frontdesk.store.memory import MemorySessionStore
 
-from test_turn_input import SHOP
+from test_turn_input import RECOMMEND_THEN_CHECKOUT, SHOP
 
 
 def shop_from_builder(tmp_path: Path):
@@ -86,14 +86,8 @@ def test_behaviour_a_question_inside_an_llm_agent_is_answered_and_the_agent_come
 
 @pytest.mark.parametrize("front_end", sorted(FRONT_ENDS))
 def test_behaviour_a_finished_choice_reaches_the_flow_through_the_router_binding(front_end, tmp_path):
-    llm = ScriptedProvider([
-        {"purpose": "route", "call": "route", "with": {"agent": "advisor"}},
-        {"purpose": "reason", "reply": "I recommend the Blue Kettle. Would you like it?"},
-        {"purpose": "reason", "calls": [{"name": "set_args", "arguments": {"picked": ["Blue Kettle"]}},
-                                        {"name": "finish", "arguments": {"next": "checkout"}}]},
-        {"purpose": "understand", "call": "understand", "with": {"choice": "none"}},
-        {"purpose": "understand", "call": "understand", "with": {"choice": "2"}},
-    ])
+    llm = ScriptedProvider([*RECOMMEND_THEN_CHECKOUT,
+                            {"purpose": "understand", "call": "understand", "with": {"choice": "2"}}])
     engine = Engine(FRONT_ENDS[front_end](tmp_path), llm, MemorySessionStore())
     sid = engine.start().session_id
     engine.send(sid, "Recommend something")

@@ -488,15 +488,19 @@ def test_with_no_llm_a_likely_route_is_taken_and_an_unsure_one_asks(tmp_path):
     assert engine.send(sid, "I need a present").messages[0].text.startswith("Just to be sure I understand")
 
 
+# The advisor recommends, the user takes it, and the model says the rest of the message is the
+# checkout's (no route call follows); checkout's question comes after the message, which does not answer it.
+RECOMMEND_THEN_CHECKOUT = [
+    {"purpose": "route", "call": "route", "with": {"agent": "advisor"}},
+    {"purpose": "reason", "reply": "I recommend the Blue Kettle. Would you like it?"},
+    {"purpose": "reason", "calls": [{"name": "set_args", "arguments": {"picked": ["Blue Kettle"]}},
+                                    {"name": "finish", "arguments": {"next": "checkout"}}]},
+    {"purpose": "understand", "call": "understand", "with": {"choice": "none"}},
+]
+
+
 def test_finish_naming_the_next_agent_hands_the_rest_on_without_a_route_call(tmp_path):
-    llm = ScriptedProvider([
-        {"purpose": "route", "call": "route", "with": {"agent": "advisor"}},
-        {"purpose": "reason", "reply": "I recommend the Blue Kettle. Would you like it?"},
-        # the model says the rest of the message is the checkout's: no route call follows
-        {"purpose": "reason", "calls": [{"name": "set_args", "arguments": {"picked": ["Blue Kettle"]}},
-                                        {"name": "finish", "arguments": {"next": "checkout"}}]},
-        {"purpose": "understand", "call": "understand", "with": {"choice": "none"}},
-    ])
+    llm = ScriptedProvider(RECOMMEND_THEN_CHECKOUT)
     run = run_conversation(shop(tmp_path), ["Can you recommend something?", "Yes please, I want to buy it"], llm)
     llm.assert_finished()
     assert [m.text for m in run.turns[-1].messages] == ["In your basket: Blue Kettle. Anything else?"]

@@ -17,10 +17,10 @@ from frontdesk.runtime.flow import FlowExecutor
 from frontdesk.runtime.policies import KIND_OF, new_frame
 from frontdesk.runtime.reasoning import ReasoningExecutor
 from frontdesk.runtime.routing import RouterExecutor
-from frontdesk.store.longterm import DictMemoryStore, MemoryStore
 from frontdesk.runtime.state import Frame, HistoryItem, SessionState, bound_history, load_state
 from frontdesk.runtime.tools import PythonToolRunner, ToolRunner
 from frontdesk.store.base import SessionStore
+from frontdesk.store.longterm import DictMemoryStore, MemoryStore
 
 MAX_TRANSITIONS_PER_TURN = 1000
 LOOP_APOLOGY = "Sorry, I got stuck. Let's start over: how can I help you?"
@@ -125,7 +125,7 @@ class Engine:
             raise SessionNotFound(f"session {session_id!r} cannot be continued: {exc}") from exc
         number_frames(state)
         state.turn += 1
-        if not state.ended:
+        if state.status == "waiting":
             state.status = "active"
         ctx = self._context(state)
         if state.program_digest != self.digest:

@@ -88,12 +88,12 @@ class EventLog:
     every subscriber as it happens (a live trace, a test, later an OpenTelemetry exporter)."""
 
     def __init__(self, start_seq: int, turn: int, clock: Clock | None = None,
-                 listener: Subscriber | None = None, subscribers: list[Subscriber] | None = None) -> None:
+                 subscribers: list[Subscriber] | None = None) -> None:
         self.events: list[Event] = []
         self._seq = start_seq
         self.turn = turn
         self._clock = clock or time.time
-        self._subscribers: list[Subscriber] = [*(subscribers or []), *([listener] if listener else [])]
+        self._subscribers: list[Subscriber] = list(subscribers or [])
 
     def subscribe(self, subscriber: Subscriber) -> None:
         self._subscribers.append(subscriber)

@@ -48,8 +48,6 @@ from frontdesk.runtime.documents import Chunk, Document, chunk_documents, load_s
 if TYPE_CHECKING:
     from frontdesk.nlu.embeddings import Embedder
 
-# The exact reply the model gives when the passages do not answer the question.
-
 # FAQ answers skip the model, so a match must be close: same content words, same negation.
 DEFAULT_FAQ_THRESHOLD = 0.75
 
@@ -819,7 +817,3 @@ def _build_with_cache(
         index.cache_problem = f"could not write the index cache in {folder}: {error.strerror or error}"
     return index
 
-
-# ---------------------------------------------------------------------------
-# The grounded-answer prompt
-# ---------------------------------------------------------------------------

@@ -32,16 +32,7 @@ def agent_examples(program: Program, name: str) -> tuple[str, ...]:
     examples: list[str] = []
     if agent.description:
         examples.append(agent.description)
-    if isinstance(agent, FlowAgent):
-        graphs = [agent.graph]
-    else:
-        graphs = [agent.setup] if agent.setup else []
-    for graph in graphs:
-        for node in graph.nodes.values():
-            if isinstance(node, BranchNode):
-                for case in node.cases:
-                    if isinstance(case.condition, ClaimsCondition):
-                        examples.extend(case.condition.examples)
+    examples.extend(flow_answers(program, name))
     if isinstance(agent, KnowledgeAgent):
         examples.extend(entry.q for entry in agent.faq)
         for source in agent.sources:

@@ -96,8 +96,6 @@ def shares_data(router, agent: str, other: str) -> bool:
 def clear_topic_switch(ctx: TurnContext, frame: Frame, message: str) -> str | None:
     """Another member of the router that started this agent, when the embedding model is sure
     the message is for it and not for the active agent; None otherwise (the agent handles it)."""
-    from frontdesk.ir.models import RouterAgent
-
     stack = ctx.state.stack
     if ctx.understanding is None or len(stack) < 2 or stack[-1] is not frame:
         return None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import inspect
 import io
+import json
 import math
 import sys
 import threading
@@ -12,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
-from frontdesk.ir.models import Program, ToolDef, ToolSettings
+from frontdesk.ir.models import Program, ToolDef
 
 
 @dataclass
@@ -156,8 +157,6 @@ def _capturing_stdout() -> _PerThreadStdout:
             sys.stdout = _PerThreadStdout(sys.stdout)
         return sys.stdout
 
-
-DEFAULT_TOOL_TIMEOUT = ToolSettings().timeout
 
 # What the caller (and, through `${tool.message}`, the customer) is told when a tool breaks; the
 # details (exception, time limit, import failure) go to the result's `error`, which is logged.
@@ -338,8 +337,6 @@ def _bounded_text(text: str, limit: int) -> tuple[str, int]:
 def bound_result(result: ToolResult, limit: int) -> None:
     """Cut each text of a tool's result (its message, a line it says, a value it returns) to `limit`
     characters, noting in `result.truncated` what was cut and how long it was."""
-    import json
-
     result.message, total = _bounded_text(result.message, limit)
     if total:
         result.truncated["message"] = total
@@ -348,11 +345,10 @@ def bound_result(result: ToolResult, limit: int) -> None:
         if total:
             result.truncated[f"said line {i + 1}"] = total
     for name, value in list(result.args.items()):
-        size = len(value) if isinstance(value, str) else len(json.dumps(value, ensure_ascii=False))
-        if size > limit:
-            shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-            result.args[name] = shown[:limit] + cut_marker(size)
-            result.truncated[f"value {name}"] = size
+        shown, total = _bounded_text(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False), limit)
+        if total:
+            result.args[name] = shown
+            result.truncated[f"value {name}"] = total
 
 
 def _call_capturing(fn: Callable[..., Any], kwargs: dict[str, Any], label: str, timeout: float,
