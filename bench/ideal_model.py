@@ -376,8 +376,8 @@ class IdealModel:
             why = "nothing more for me in this message" if script else "the user asks for something another agent does"
             arguments: dict[str, Any] = {"reason": why}
             if "to" in hand_back_fields:  # the agent beside it the message is for, when asked to name it
-                beside = (finish_fields.get("next") or {}).get("enum") or []
-                to = self._next_handler(set(hand_back_fields["to"].get("enum") or beside))
+                # the agents it may name are the ones finish's `next` lists
+                to = self._next_handler(set((finish_fields.get("next") or {}).get("enum") or []))
                 if to:
                     arguments["to"] = to
             described = "hand_back" + (" (script done)" if script else "") + (f" to {arguments['to']}" if "to" in arguments else "")
