@@ -349,6 +349,7 @@ class Bench:
         return self._models[name]
 
     def run(self, dialogue: Dialogue) -> DialogueRow:
+        from frontdesk.app import knowledge_for
         from frontdesk.runtime.engine import Engine
         from frontdesk.store.memory import MemorySessionStore
 
@@ -361,7 +362,8 @@ class Bench:
         rows = []
         with tempfile.TemporaryDirectory() as data, environment(FRONTDESK_EXAMPLE_DB_DIR=data,
                                                                   FRONTDESK_EXAMPLE_TODAY=TODAY):
-            engine = Engine(program, llm, MemorySessionStore(), understanding=understanding, embedder=embedder)
+            engine = Engine(program, llm, MemorySessionStore(), understanding=understanding,
+                            knowledge=knowledge_for(program, embedder))
             session = engine.start(program_label=dialogue.name).session_id
             for turn in dialogue.turns:
                 if model is not None:

@@ -186,7 +186,7 @@ def test_llm_agent_args_written_in_words_load_and_are_referenced_by_their_unders
     assert [(a.name, a.value.scope, a.value.name) for a in call.args] == [
         ("claim_id", "claims", "claim number"), ("user", "claims", "User ID")]
     say = next(n for n in graph.nodes.values() if n.kind == "say" and "filed" in n.text.source)
-    assert [(p.ref.scope, p.ref.name) for p in say.text.parts if hasattr(p, "ref")] == [
+    assert [(p.expr.scope, p.expr.name) for p in say.text.parts if p.kind == "expr"] == [
         ("claims", "claim number"), ("claims", "date of incident"), ("desk", "reference")]
 
 
@@ -230,10 +230,10 @@ def test_llm_agent_args_in_words_work_end_to_end_with_a_scripted_model(tmp_path:
             {"name": "finish", "arguments": {"status": "success"}}]},
     ])
     run = run_conversation(program, ["I want to file a claim", "C-17, I am u42, it happened on 3 May"], llm)
-    assert run.bot_lines[-1] == "Claim C-17 (incident on 3 May) is filed as R-C-17-u42."
+    assert "Claim C-17 (incident on 3 May) is filed as R-C-17-u42." in run.bot_lines
     set_args = next(t for t in llm.calls[-1].tools if t.name == "set_args")
     assert set(set_args.parameters["properties"]) == {"claim number", "User ID", "date of incident"}
     state = run.engine.load_state(run.session_id)
-    assert state.records["claims"]["claim number"] == "C-17"
+    assert state.variables["claims"]["claim number"] == "C-17"
     called = run.events_of("tool_called")[0]["data"]
     assert called["args"] == {"claim_id": "C-17", "user": "u42"}

@@ -12,6 +12,7 @@ from frontdesk.ir.models import (
     BranchNode,
     ClaimsCondition,
     ExprCondition,
+    ExprPart,
     FlowAgent,
     InvokeNode,
     JumpNode,
@@ -21,7 +22,6 @@ from frontdesk.ir.models import (
     Program,
     ReasoningAgent,
     Ref,
-    RefPart,
     ReturnNode,
     RouterAgent,
     SayNode,
@@ -85,7 +85,7 @@ def test_each_simple_step_kind(tmp_path):
     assert graph.entry == "steps.0"
     say = nodes["steps.0"]
     assert isinstance(say, SayNode) and say.next == "steps.1"
-    assert say.text.parts[1] == RefPart(ref=Ref(scope="main", name="name"))
+    assert say.text.parts[1] == ExprPart(expr=Ref(scope="main", name="name"))
     assert isinstance(nodes["steps.1"], ListenNode)
     assign = nodes["steps.2"]
     assert isinstance(assign, AssignNode)
@@ -94,7 +94,7 @@ def test_each_simple_step_kind(tmp_path):
     invoke = nodes["steps.3"]
     assert isinstance(invoke, InvokeNode) and invoke.target == "helper" and invoke.target_kind == "agent"
     ret = nodes["steps.4"]
-    assert isinstance(ret, ReturnNode) and ret.status == "success" and ret.message == "All done." and ret.next is None
+    assert isinstance(ret, ReturnNode) and ret.status == "success" and ret.message.source == "All done." and ret.next is None
 
 
 def test_return_without_message_and_error_status(tmp_path):
@@ -109,7 +109,7 @@ def test_return_without_message_and_error_status(tmp_path):
             - return: success
     """)
     nodes = graph_of(program).nodes
-    assert nodes["steps.1.then.0"].status == "error" and nodes["steps.1.then.0"].message == ""
+    assert nodes["steps.1.then.0"].status == "error" and nodes["steps.1.then.0"].message is None
     assert nodes["steps.2"].status == "success"
 
 
@@ -379,7 +379,8 @@ def test_set_with_other_agent_targets_and_tool_values(tmp_path):
     nodes = graph_of(program).nodes
     assert nodes["steps.0"].target_kind == "tool"
     first, second = nodes["steps.1"].assignments
-    assert first.target == Ref(scope="main", name="date") and first.value == Ref(scope="get_date", name="today")
+    assert first.target == Ref(scope="main", name="date")
+    assert first.value == Ref(scope="get_date", name="today", space="result")  # a tool's value is a result
     assert second.target == Ref(scope="helper", name="topic") and second.value == Lit(value="books")
 
 

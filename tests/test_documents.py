@@ -12,14 +12,11 @@ from pathlib import Path
 import pytest
 
 from frontdesk.ir.models import KnowledgeSource
-from frontdesk.runtime.documents import (
-    Chunk,
-    Document,
-    chunk_documents,
-    html_to_text,
-    load_source,
-    normalise_url,
-)
+from frontdesk.runtime.retrieval.chunking import chunk_documents
+from frontdesk.runtime.retrieval.documents import Chunk, Document
+from frontdesk.runtime.retrieval.fetch import normalise_url
+from frontdesk.runtime.retrieval.loaders import html_to_text
+from frontdesk.runtime.retrieval.sources import load_source
 
 
 def file_source(root: Path, relative: str, kind: str = "file") -> KnowledgeSource:

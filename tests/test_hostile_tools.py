@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 
 from frontdesk.lang import load_program
+from frontdesk.lang.adl.returns import read_adl_return as normalise_return
 from frontdesk.runtime.engine import Engine
 from frontdesk.runtime.tools import (
     TOO_SLOW_MESSAGE,
     UNAVAILABLE_MESSAGE,
     PythonToolRunner,
     json_safe,
-    normalise_return,
 )
 from frontdesk.store.memory import MemorySessionStore
 from frontdesk.store.sqlite import SqliteSessionStore
@@ -77,8 +77,8 @@ def test_a_tool_returning_non_json_values_does_not_break_later_turns(tmp_path, s
         result = engine.send(session, f"turn {turn}")
         assert [m.text for m in result.messages][-1] == "got caf\ufffd"
     state = store.load(session)
-    value = state["records"]["odd"]["value"]
-    assert state["records"]["main"]["value"] == value  # written into the caller's argument too
+    value = state["results"]["odd"]["values"]["value"]
+    assert state["variables"]["main"]["value"] == value  # written into the caller's argument too
     assert value["raw"] == "\ufffd\ufffd ok" and value["nan"] == "nan" and value["set"] == [1]
     assert value["2"] == "int key" and value["nested"] == ["a strange object", "<Broken>"]
     assert value["thing"].startswith("<object object")
@@ -144,6 +144,7 @@ def test_a_tool_file_that_calls_sys_exit_on_import_is_a_tool_error(tmp_path):
     result = runner.call("place_order", {})
     assert result.status == "error" and result.message == UNAVAILABLE_MESSAGE
     assert "SystemExit" in (result.error or "") and "sys.exit(3)" in (result.error or "")
+    assert result.failure is not None and result.failure.kind == "raised"
     said = [m.text for m in Engine(prog, None, MemorySessionStore(), tools=runner).start().messages]
     assert said == [f"Sorry, I couldn't place the order: {UNAVAILABLE_MESSAGE}"]
 
@@ -164,6 +165,7 @@ def test_a_tool_file_that_hangs_on_import_is_a_tool_error_after_the_time_limit(t
     assert time.monotonic() - started < 5
     assert first.status == "error" and first.message == UNAVAILABLE_MESSAGE
     assert "did not finish within 0.5 seconds" in (first.error or "")
+    assert first.failure is not None and first.failure.kind == "timeout"
     started = time.monotonic()
     again = runner.call("place_order", {})  # the broken file is not imported again
     assert time.monotonic() - started < 0.3 and again.status == "error"
@@ -179,13 +181,14 @@ def test_a_tool_that_hangs_tells_the_customer_to_try_later(tmp_path):
     """)
     result = PythonToolRunner(prog, timeout=0.3).call("place_order", {})
     assert result.message == TOO_SLOW_MESSAGE and "0.3 seconds" in (result.error or "")
+    assert result.failure is not None and result.failure.kind == "timeout"
 
 
 def test_the_chat_command_survives_a_tool_file_that_exits(tmp_path):
     folder = tmp_path / "prog"
     program(folder, SIMPLE_FLOW, "import sys\nsys.exit(0)\n\ndef place_order():\n    \"\"\"Places.\"\"\"\n")
     result = subprocess.run([sys.executable, "-m", "frontdesk.cli", "chat", str(folder), "--llm", "none",
-                             "--store", "memory"], input="", capture_output=True, text=True, timeout=120,
+                             "--store", "memory"], input="", capture_output=True, text=True, timeout=120, check=False,
                             cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert f"main> Sorry, I couldn't place the order: {UNAVAILABLE_MESSAGE}" in result.stdout

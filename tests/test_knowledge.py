@@ -8,9 +8,10 @@ import pytest
 
 from frontdesk.ir.models import FaqEntry, KnowledgeAgent, KnowledgeSource
 from frontdesk.llm.base import ChatMessage, ToolCall
-from frontdesk.runtime.documents import Chunk
-from frontdesk.runtime.knowledge import KnowledgeIndex, Passage, faq_similarity, light_stem
 from frontdesk.runtime.prompts import NO_ANSWER, build_answer_request, is_no_answer
+from frontdesk.runtime.retrieval.documents import Chunk
+from frontdesk.runtime.retrieval.index import KnowledgeIndex, Passage
+from frontdesk.runtime.retrieval.lexical import faq_similarity, light_stem
 
 # the shared folder beside the repository (../shared), or where the workplace keeps it
 SHARED = next((p for p in (Path(__file__).resolve().parents[2] / "shared", Path("/work/shared")) if p.is_dir()),
@@ -243,7 +244,7 @@ BOOKSTORE = Path(__file__).resolve().parent.parent / "examples" / "bookstore"
 
 
 def test_question_words_are_stop_words_and_word_forms_share_a_stem() -> None:
-    from frontdesk.runtime.knowledge import _bm25_tokenize
+    from frontdesk.runtime.retrieval.lexical import bm25_tokenize as _bm25_tokenize
 
     assert _bm25_tokenize(["How long does shipping usually take?"]) == [["long", "ship", "usual", "take"]]
     shipped, ships = _bm25_tokenize(["Books are shipped", "Pageturn ships books"])

@@ -11,10 +11,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from frontdesk import progress as progress_bars
 from frontdesk.ir.models import FaqEntry, KnowledgeAgent, KnowledgeSource
-from frontdesk.runtime import knowledge
-from frontdesk.runtime.documents import Chunk
-from frontdesk.runtime.knowledge import KnowledgeIndex, default_cache_dir, embed_texts, fuse_scores
+from frontdesk.progress import IndexProgressBar
+from frontdesk.runtime.retrieval.cache import default_cache_dir
+from frontdesk.runtime.retrieval.documents import Chunk
+from frontdesk.runtime.retrieval.embedding import embed_texts
+from frontdesk.runtime.retrieval.fetch import FetchedPage
+from frontdesk.runtime.retrieval.index import KnowledgeIndex, fuse_scores
 
 # the shared folder beside the repository (../shared), or where the workplace keeps it
 SHARED = next((p for p in (Path(__file__).resolve().parents[2] / "shared", Path("/work/shared")) if p.is_dir()),
@@ -276,7 +280,7 @@ def test_other_settings_get_their_own_cache(tmp_path: Path) -> None:
     assert not KnowledgeIndex.build(agent, tmp_path, embedder=constant, cache_dir=cache).loaded_from_cache
 
 
-def test_web_pages_are_keyed_by_their_fetched_text(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_web_pages_are_keyed_by_their_fetched_text(tmp_path: Path) -> None:
     agent = KnowledgeAgent(name="web_kb", sources=[KnowledgeSource(location="www.example.com/help", kind="url")])
     cache = tmp_path / "cache"
     offline = [KnowledgeIndex.build(agent, tmp_path, fetch_urls=False, embedder=FakeEmbedder(), cache_dir=cache)
@@ -286,15 +290,18 @@ def test_web_pages_are_keyed_by_their_fetched_text(tmp_path: Path, monkeypatch: 
 
     page = {"text": "Returned items are reimbursed within five working days."}
 
-    def fake_load_source(source, root, fetch_urls=True, timeout=5.0):
-        return [knowledge.Document(text=page["text"], source=source.location, title="Help")], []
+    class StubFetcher:  # the web, without the network
+        online = True
 
-    monkeypatch.setattr(knowledge, "load_source", fake_load_source)
-    first = KnowledgeIndex.build(agent, tmp_path, embedder=FakeEmbedder(), cache_dir=cache)
+        def fetch(self, location: str) -> FetchedPage:
+            return FetchedPage(url="https://" + location, data=page["text"].encode(), content_type="text/plain")
+
+    first = KnowledgeIndex.build(agent, tmp_path, fetcher=StubFetcher(), embedder=FakeEmbedder(), cache_dir=cache)
     assert not first.loaded_from_cache and first.problems == []
-    assert KnowledgeIndex.build(agent, tmp_path, embedder=FakeEmbedder(), cache_dir=cache).loaded_from_cache
+    assert KnowledgeIndex.build(agent, tmp_path, fetcher=StubFetcher(), embedder=FakeEmbedder(),
+                                cache_dir=cache).loaded_from_cache
     page["text"] = "Gift vouchers are valid for three years."
-    changed = KnowledgeIndex.build(agent, tmp_path, embedder=FakeEmbedder(), cache_dir=cache)
+    changed = KnowledgeIndex.build(agent, tmp_path, fetcher=StubFetcher(), embedder=FakeEmbedder(), cache_dir=cache)
     assert not changed.loaded_from_cache
     assert changed.search("vouchers")[0].text == page["text"]
 
@@ -353,7 +360,7 @@ def test_an_unwritable_cache_folder_costs_only_the_cache(tmp_path: Path) -> None
 def test_without_an_embedder_build_behaves_as_before_and_writes_nothing(tmp_path: Path) -> None:
     agent = write_docs(tmp_path)
     cache = tmp_path / "cache"
-    index = KnowledgeIndex.build(agent, tmp_path, cache_dir=cache, progress=True)
+    index = KnowledgeIndex.build(agent, tmp_path, cache_dir=cache, on_progress=IndexProgressBar())
     assert not index.uses_embeddings and index.chunk_vectors is None
     assert not cache.exists()
     assert index.search("somebody robbed my wallet") == []
@@ -364,23 +371,24 @@ def test_without_an_embedder_build_behaves_as_before_and_writes_nothing(tmp_path
 
 def test_progress_bar_only_for_big_jobs(monkeypatch: pytest.MonkeyPatch) -> None:
     started: list[int] = []
-    real_start = knowledge._start_progress_bar
+    real_start = progress_bars._start_progress_bar
 
     def record(label: str, total: int, completed: int):
         started.append(total)
         return real_start(label, total, completed)
 
-    monkeypatch.setattr(knowledge, "_start_progress_bar", record)
-    small = embed_texts(FakeEmbedder(), [f"text {i}" for i in range(10)], progress=True)
+    monkeypatch.setattr(progress_bars, "_start_progress_bar", record)
+    small = embed_texts(FakeEmbedder(), [f"text {i}" for i in range(10)], on_progress=IndexProgressBar())
     assert small.shape == (10, 256) and started == []
-    big = embed_texts(FakeEmbedder(), [f"text {i}" for i in range(knowledge.PROGRESS_MIN_TEXTS + 5)], progress=True)
-    assert big.shape[0] == knowledge.PROGRESS_MIN_TEXTS + 5 and started == [knowledge.PROGRESS_MIN_TEXTS + 5]
-    embed_texts(FakeEmbedder(), [f"text {i}" for i in range(100)], progress=False)
+    big = embed_texts(FakeEmbedder(), [f"text {i}" for i in range(progress_bars.PROGRESS_MIN_TEXTS + 5)],
+                      on_progress=IndexProgressBar())
+    assert big.shape[0] == progress_bars.PROGRESS_MIN_TEXTS + 5 and started == [progress_bars.PROGRESS_MIN_TEXTS + 5]
+    embed_texts(FakeEmbedder(), [f"text {i}" for i in range(100)])
     assert len(started) == 1
     assert np.allclose(np.linalg.norm(big, axis=1), 1.0)
-    monkeypatch.setattr(knowledge, "PROGRESS_MIN_SECONDS", -1.0)  # a small job that is slow gets one too
-    embed_texts(FakeEmbedder(), [f"text {i}" for i in range(10)], progress=True)
-    assert started == [knowledge.PROGRESS_MIN_TEXTS + 5, 10]
+    monkeypatch.setattr(progress_bars, "PROGRESS_MIN_SECONDS", -1.0)  # a small job that is slow gets one too
+    embed_texts(FakeEmbedder(), [f"text {i}" for i in range(10)], on_progress=IndexProgressBar())
+    assert started == [progress_bars.PROGRESS_MIN_TEXTS + 5, 10]
 
 
 # ---------------------------------------------------------------------------
@@ -427,7 +435,7 @@ def test_real_model_on_the_banking_docs(tmp_path: Path) -> None:
 
 
 def test_a_new_tokenisation_or_chunk_text_gets_its_own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import frontdesk.runtime.knowledge as knowledge
+    import frontdesk.runtime.retrieval.cache as knowledge
 
     agent = write_docs(tmp_path)
     cache = tmp_path / "cache"

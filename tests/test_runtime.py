@@ -11,7 +11,7 @@ from frontdesk.lang import load_program
 from frontdesk.llm import ScriptedProvider
 from frontdesk.runtime.engine import Engine, SessionNotFound
 from frontdesk.runtime.state import SessionState
-from frontdesk.runtime.tools import normalise_return
+from frontdesk.lang.adl.returns import read_adl_return as normalise_return
 from frontdesk.store.memory import MemorySessionStore
 from frontdesk.store.sqlite import SqliteSessionStore
 from frontdesk.testing import run_conversation
@@ -211,7 +211,7 @@ def test_subflows_call_return_and_status(tmp_path):
     run = run_conversation(prog, [], None)
     assert said(run) == ["Discount 0.9", "Bye"]
     state = run.engine.load_state(run.session_id)
-    assert state.records["main/get_discount"]["__status"] == "success"
+    assert state.results["main/get_discount"].status == "success"
 
 
 def test_return_ends_the_agent_with_status_for_the_caller(tmp_path):
@@ -350,9 +350,9 @@ def test_ensemble_routes_and_binds_arguments_both_ways(tmp_path):
     assert said(run) == ["Hello!", "Hi Ada, what should I call you?", "Noted, Grace.", "Sunny in Paris.",
                          "We open at 9."]
     state = run.engine.load_state(run.session_id)
-    assert state.records["desk"]["user_name"] == "Grace"  # `ref`: the member wrote the ensemble's argument
-    assert state.records["desk"]["city"] == "Paris"  # one-way: the member's change stays its own
-    assert state.records["weather"]["place"] == "Rome"
+    assert state.variables["desk"]["user_name"] == "Grace"  # `ref`: the member wrote the ensemble's argument
+    assert state.variables["desk"]["city"] == "Paris"  # one-way: the member's change stays its own
+    assert state.variables["weather"]["place"] == "Rome"
     assert llm_calls(run) == ["route", "route", "route"]  # the FAQ answer needs no model
 
 
@@ -401,7 +401,7 @@ def test_reasoning_agent_fills_args_calls_tools_and_finishes(tmp_path):
     called = run.events_of("tool_called")[0]["data"]
     assert called["args"] == {"code": "Z9"}  # filled from the agent's argument
     state = run.engine.load_state(run.session_id)
-    assert state.records["helper"]["owner"] == "Ada"
+    assert state.variables["helper"]["owner"] == "Ada"
     # Before the user said anything the agent may only talk; afterwards it has its tools.
     assert llm.calls[0].tools == []
     schemas = {t.name for t in llm.calls[1].tools}
@@ -568,7 +568,7 @@ def test_same_answers_give_the_same_turns(tmp_path):
 
 def test_extractive_answer_quotes_the_best_sentences_without_a_model():
     from frontdesk.runtime.answering import extractive_answer
-    from frontdesk.runtime.knowledge import Passage
+    from frontdesk.runtime.retrieval.index import Passage
 
     passages = [
         Passage("# Returns\nYou can return any book within 30 days of delivery. Gift cards are never refunded. "

@@ -12,7 +12,9 @@ import pytest
 
 from frontdesk.lang import load_program
 from frontdesk.llm.base import LLMError, LLMRequest, LLMResponse, ToolCall
+from frontdesk.runtime.answering import KnowledgeCache
 from frontdesk.runtime.engine import Engine
+from frontdesk.runtime.retrieval.fetch import NoFetcher
 from frontdesk.store.memory import MemorySessionStore
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -66,7 +68,8 @@ def test_random_model_answers_never_crash_the_runtime(example, seed, tmp_path, m
     monkeypatch.setenv("FRONTDESK_EXAMPLE_DB_DIR", str(tmp_path))
     program, _ = load_program(EXAMPLES / example)
     rng = random.Random(seed)
-    engine = Engine(program, RandomModel(seed), MemorySessionStore(), fetch_urls=False)
+    engine = Engine(program, RandomModel(seed), MemorySessionStore(),
+                    knowledge=KnowledgeCache(program, fetcher=NoFetcher()))
     session = engine.start().session_id
     sessions = [session]
     for _ in range(25):

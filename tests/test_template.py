@@ -12,7 +12,7 @@ from frontdesk.expr import (
     template_refs,
 )
 from frontdesk.expr.template import display_value
-from frontdesk.ir.models import Ref, RefPart, Template, TextPart
+from frontdesk.ir.models import ExprPart, Get, Lit, Ref, Template, TextPart
 
 AGENT = "greeting"
 
@@ -23,9 +23,9 @@ def test_both_reference_forms():
         source="Hello, ${user}! or ${get_user_name.user_name}!",
         parts=[
             TextPart(text="Hello, "),
-            RefPart(ref=Ref(scope=AGENT, name="user")),
+            ExprPart(expr=Ref(scope=AGENT, name="user")),
             TextPart(text="! or "),
-            RefPart(ref=Ref(scope="get_user_name", name="user_name")),
+            ExprPart(expr=Ref(scope="get_user_name", name="user_name")),
             TextPart(text="!"),
         ],
     )
@@ -34,8 +34,8 @@ def test_both_reference_forms():
 def test_whitespace_inside_braces():
     template = parse_template("${ user }${  shop . city  }", AGENT)
     assert template.parts == [
-        RefPart(ref=Ref(scope=AGENT, name="user")),
-        RefPart(ref=Ref(scope="shop", name="city")),
+        ExprPart(expr=Ref(scope=AGENT, name="user")),
+        ExprPart(expr=Ref(scope="shop", name="city")),
     ]
 
 
@@ -48,13 +48,24 @@ def test_literal_dollar():
     template = parse_template("Costs $5, or $${price} {x} $", AGENT)
     assert template.parts == [
         TextPart(text="Costs $5, or $"),
-        RefPart(ref=Ref(scope=AGENT, name="price")),
+        ExprPart(expr=Ref(scope=AGENT, name="price")),
         TextPart(text=" {x} $"),
     ]
 
 
 def test_unicode_names():
     assert template_refs(parse_template("${café}", AGENT)) == [Ref(scope=AGENT, name="café")]
+
+
+def test_deeper_paths_are_members_of_the_scope_value():
+    template = parse_template("${order.items.first}", AGENT)
+    assert template.parts == [ExprPart(expr=Get(obj=Ref(scope="order", name="items"), key=Lit(value="first")))]
+    assert template_refs(template) == [Ref(scope="order", name="items")]
+    values = {("order", "items"): {"first": "Dune"}}
+    assert render_template(template, lambda ref: values.get((ref.scope, ref.name))) == "Dune"
+    missing: list[Ref] = []
+    assert render_template(template, lambda ref: {"second": 1}, on_missing=missing.append) == "(none)"
+    assert missing == [Ref(scope="order", name="items")]
 
 
 def test_template_refs_in_order():
@@ -74,7 +85,7 @@ def test_template_refs_in_order():
         ("Hi ${}", 4, "empty '${}'"),
         ("Hi ${   }", 4, "empty '${}'"),
         ("Hi ${ first name}", 7, "'first name' is not a valid name"),
-        ("Hi ${a.b.c}", 6, "'a.b.c' has too many parts"),
+        ("Hi ${a..c}", 6, "'a..c' is not a valid name"),
         ("Hi ${1st}", 6, "'1st' is not a valid name"),
         ("Hi ${a.}", 6, "'a.' is not a valid name"),
         ("Hi ${order-id}", 6, "'order-id' is not a valid name"),

@@ -110,7 +110,7 @@ def test_a_flow_started_by_a_message_takes_it_as_the_answer_when_it_is_one(tmp_p
     engine.load_state(sid)
     # The basket already holds something (chosen earlier in the conversation).
     state = engine.store.load(sid)
-    state["records"].setdefault("desk", {})["item"] = ["Blue Kettle"]
+    state["variables"].setdefault("desk", {})["item"] = ["Blue Kettle"]
     engine.store.save_turn(sid, state, [])
     result = engine.send(sid, "No, that's all I want")
     texts = [m.text for m in result.messages]
@@ -162,7 +162,7 @@ def test_a_yes_to_an_llm_agents_question_is_not_a_topic_switch(tmp_path):
     # The embedding model is sure "checkout" fits, but the advisor asked a yes/no question.
     result = engine.send(sid, "yes please, add it to my basket")
     state = engine.load_state(sid)
-    assert state.records["desk"]["item"] == ["Blue Kettle"]  # the advisor recorded it before anything else
+    assert state.variables["desk"]["item"] == ["Blue Kettle"]  # the advisor recorded it before anything else
     assert result.messages[-1].text == "In your basket: Blue Kettle. Anything else?"
     assert not [e for e in engine.store.events(sid) if e["type"] == "agent_suspended"]
     llm.assert_finished()
@@ -182,7 +182,7 @@ def test_an_agent_that_hands_its_result_to_the_target_is_not_switched_away_from(
     sid = engine.start().session_id
     engine.send(sid, "Recommend me something nice")
     engine.send(sid, "Great, I want to buy the kettle")
-    assert engine.load_state(sid).records["desk"]["item"] == ["Blue Kettle"]
+    assert engine.load_state(sid).variables["desk"]["item"] == ["Blue Kettle"]
     llm.assert_finished()
 
 
@@ -308,7 +308,7 @@ def test_a_value_the_flow_rejected_is_not_extracted_again_nor_set_by_a_failing_t
     ])
     run = run_conversation(prog, ["banana", "I told you"], llm)
     state = run.engine.load_state(run.session_id)
-    assert state.records["main"].get("phone") in (None, "")  # neither the model nor the tool set "banana"
+    assert state.variables["main"].get("phone") in (None, "")  # neither the model nor the tool set "banana"
     assert run.bot_lines[-1] == "Calling (none)."
     refused = [e for e in run.events_of("args_extracted") if e["data"].get("refused")]
     assert refused and refused[0]["data"]["refused"] == {"phone": "banana"}
@@ -570,7 +570,7 @@ def test_hybrid_a_message_that_started_a_flow_answers_its_question_only_when_the
         engine = Engine(shop(tmp_path), llm, MemorySessionStore(), understanding=SureOfCase("that's all", "2"))
         sid = engine.start().session_id
         state = engine.store.load(sid)
-        state["records"].setdefault("desk", {})["item"] = ["Blue Kettle"]  # nothing left to extract
+        state["variables"].setdefault("desk", {})["item"] = ["Blue Kettle"]  # nothing left to extract
         engine.store.save_turn(sid, state, [])
         result = engine.send(sid, message)
         llm.assert_finished()  # the route call only

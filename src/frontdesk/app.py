@@ -5,10 +5,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
+import frontdesk.lang.adl.returns  # noqa: F401 - registers ADL's tool return convention
 from frontdesk.ir.models import Program
 from frontdesk.llm.base import LLM
+
+if TYPE_CHECKING:
+    from frontdesk.runtime.answering import KnowledgeCache
+    from frontdesk.runtime.retrieval.progress import ProgressCallback
 
 Mode = Literal["auto", "local", "openai", "none"]
 
@@ -40,7 +45,10 @@ class Models:
 
 def _local_understanding():
     try:
-        from frontdesk.nlu.embeddings import get_default_embedder, local_models_available
+        from frontdesk.nlu.embeddings import (
+            get_default_embedder,
+            local_models_available,
+        )
         from frontdesk.nlu.matcher import EmbeddingUnderstanding
     except ImportError:
         return None, None
@@ -101,3 +109,15 @@ def choose_models(program: Program, mode: Mode = "auto", script: Path | None = N
             raise ModelChoiceError(message)
         return Models(None, understanding, embedder, notes=[message + "; only steps that need no model will work"])
     return Models(local, understanding, embedder)
+
+
+def knowledge_for(program: Program, embedder: Any = None, fetch_urls: bool = True,
+                  on_progress: ProgressCallback | None = None) -> KnowledgeCache:
+    """How the program's knowledge agents retrieve: web pages fetched over HTTP (or, without
+    `fetch_urls`, not at all), hybrid search with `embedder` (indexes cached in the program folder),
+    and each index build's progress to `on_progress` (the command line's progress bar)."""
+    from frontdesk.runtime.answering import KnowledgeCache
+    from frontdesk.runtime.retrieval.fetch import HttpFetcher, NoFetcher
+
+    fetcher = HttpFetcher() if fetch_urls else NoFetcher()
+    return KnowledgeCache(program, fetcher=fetcher, embedder=embedder, on_progress=on_progress)

@@ -243,7 +243,9 @@ def chat(
     store: str = typer.Option(None, "--store", help="Session store: a SQLite path or 'memory'. [default: .frontdesk/sessions.sqlite3]"),
 ) -> None:
     """Chat with a program in the terminal (reads lines from stdin when it is not a terminal)."""
+    from frontdesk.app import knowledge_for
     from frontdesk.llm import ScriptError
+    from frontdesk.progress import IndexProgressBar
     from frontdesk.runtime.engine import Engine, SessionNotFound
     from frontdesk.testing import ConversationRun
 
@@ -253,8 +255,8 @@ def chat(
     llm = models.llm
     store_name = store or _default_store()
     session_store = _open_store(store_name)
-    engine = Engine(prog, llm, session_store, understanding=models.understanding, embedder=models.embedder,
-                    progress=True)
+    knowledge = knowledge_for(prog, models.embedder, on_progress=IndexProgressBar())
+    engine = Engine(prog, llm, session_store, understanding=models.understanding, knowledge=knowledge)
     interactive = sys.stdin.isatty() and script is None
     inputs = list((spec or {}).get("user") or []) if script else None
     turns = []

@@ -20,6 +20,7 @@ from typing import Any
 
 import yaml
 
+from frontdesk.app import knowledge_for
 from frontdesk.llm.base import ScriptError
 from frontdesk.llm.scripted import ScriptedProvider
 from frontdesk.runtime.engine import Engine, TurnResult
@@ -57,8 +58,8 @@ class ConversationRun:
 
 def run_conversation(program, user: list[str], llm: ScriptedProvider | None, store=None,
                      fetch_urls: bool = False, understanding=None, embedder=None) -> ConversationRun:
-    engine = Engine(program, llm, store or MemorySessionStore(), fetch_urls=fetch_urls,
-                    understanding=understanding, embedder=embedder)
+    engine = Engine(program, llm, store or MemorySessionStore(), understanding=understanding,
+                    knowledge=knowledge_for(program, embedder, fetch_urls=fetch_urls))
     first = engine.start(program_label="test")
     run = ConversationRun(engine, first.session_id, [first], llm)
     for line in user:

@@ -84,7 +84,7 @@ def args_read_after(graph: StepGraph, listen_id: str, agent: str) -> list[str]:
         elif isinstance(node, JumpNode):
             stack.append(node.target)
         for r in refs:
-            if r.scope == agent and r.name not in read:
+            if r.space == "var" and r.scope == agent and r.name not in read:
                 read.append(r.name)
         stack.append(node.next)
     # An argument set anywhere on the way is the flow's own business, not the user's answer.

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from frontdesk.diagnostics import DiagnosticBag
-from frontdesk.ir.models import BranchNode, InvokeNode, JumpNode, ReturnNode, StepGraph
+from frontdesk.ir.models import BranchNode, HandoffNode, InvokeNode, JumpNode, ReturnNode, StepGraph
 
 
 def successors(graph: StepGraph, node_id: str) -> list[str]:
     """The nodes control can move to from `node_id` (a called subflow's entry included)."""
     node = graph.nodes[node_id]
-    if isinstance(node, ReturnNode):
+    if isinstance(node, ReturnNode) or (isinstance(node, HandoffNode) and not node.resume):
         found = []
     elif isinstance(node, JumpNode):
         found = [node.target] + ([node.next] if node.tries is not None else [])

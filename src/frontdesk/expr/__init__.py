@@ -1,10 +1,19 @@
 """The one safe expression language of Frontdesk: conditions, values and message templates."""
 
-from frontdesk.expr.evaluator import EvalError, evaluate, is_true
+from frontdesk.expr.evaluator import (
+    EvalEnv,
+    EvalError,
+    call_function,
+    evaluate,
+    is_true,
+)
+from frontdesk.expr.functions import Function, Param, function_names
+from frontdesk.expr.functions import lookup as lookup_function
+from frontdesk.expr.handlebars import parse_handlebars
 from frontdesk.expr.parser import (
-    KNOWN_FUNCTIONS,
     MAX_NESTING_DEPTH,
     ExprSyntaxError,
+    collect_calls,
     collect_refs,
     parse_condition,
     parse_expression,
@@ -14,22 +23,31 @@ from frontdesk.expr.template import (
     format_value,
     parse_template,
     render_template,
+    template_exprs,
     template_refs,
 )
 
 __all__ = [
-    "KNOWN_FUNCTIONS",
     "MAX_NESTING_DEPTH",
+    "EvalEnv",
     "EvalError",
     "ExprSyntaxError",
+    "Function",
+    "Param",
     "TemplateSyntaxError",
+    "call_function",
+    "collect_calls",
     "collect_refs",
     "evaluate",
     "format_value",
+    "function_names",
     "is_true",
+    "lookup_function",
     "parse_condition",
     "parse_expression",
+    "parse_handlebars",
     "parse_template",
     "render_template",
+    "template_exprs",
     "template_refs",
 ]

@@ -2,249 +2,226 @@
 
 from __future__ import annotations
 
-import math
-import operator
-import re
-from typing import Any, Callable
+import random as _random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
 
-from frontdesk.expr.template import format_value
-from frontdesk.ir.models import BoolOp, Call, Compare, Lit, Not, Ref
+from frontdesk.expr import functions
+from frontdesk.expr.values import (  # noqa: F401  (compare and values_equal are part of this module's API)
+    EvalError,
+    arith,
+    compare,
+    is_set,
+    is_true,
+    negate,
+    sort_key,
+    values_equal,
+)
+from frontdesk.ir.expr import (
+    Arith,
+    BoolOp,
+    Call,
+    Compare,
+    Each,
+    Get,
+    Implies,
+    IsSet,
+    ListLit,
+    Lit,
+    Local,
+    Neg,
+    Not,
+    ObjLit,
+    Ref,
+)
 
 MAX_EVAL_DEPTH = 200
+MAX_ITEMS = 100_000  # longest list an item-wise operation walks
 
-_NUMERIC_TEXT = re.compile(r"\s*[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?\s*")
-_FALSE_WORDS = frozenset({"", "false", "no", "none", "null"})
-_BOOL_WORDS = {"true": True, "yes": True, "false": False, "no": False}
-_ORDERINGS: dict[str, Callable[[Any, Any], Any]] = {
-    "<": operator.lt,
-    ">": operator.gt,
-    "<=": operator.le,
-    ">=": operator.ge,
-}
+Resolver = Callable[[Ref], Any]
 
 
-class EvalError(Exception):
-    """An expression that cannot be evaluated with the data at hand (e.g. `int('abc')`)."""
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
 
 
-def evaluate(expr: Any, lookup: Callable[[Ref], Any]) -> Any:
-    """The value of `expr`; `lookup` answers each Ref (returning None for an unset value)."""
-    return _eval(expr, lookup, 0)
+def _no_value(ref: Ref) -> Any:
+    return None
 
 
-def is_true(value: Any) -> bool:
-    """Truthiness for chatbot data: like Python, but the texts "false", "no", "none", "null" and "0" are false."""
+@dataclass(frozen=True)
+class EvalEnv:
+    """What an evaluation may consult besides the expression: the resolver of Refs (`resolve`), the
+    clock (an aware datetime, for NOW()) and the random source (for UNIQUE_ID()). Tests pass a fixed
+    clock and a seeded `random.Random` to make both deterministic."""
+
+    resolve: Resolver = _no_value
+    clock: Callable[[], datetime] = _utc_now
+    random: Any = field(default_factory=_random.SystemRandom)
+
+
+class _Scope:
+    """A chain of local bindings: the innermost binding of a name wins."""
+
+    __slots__ = ("name", "parent", "value")
+
+    def __init__(self, name: str, value: Any, parent: _Scope | None) -> None:
+        self.name, self.value, self.parent = name, value, parent
+
+    def get(self, name: str) -> Any:
+        scope: _Scope | None = self
+        while scope is not None:
+            if scope.name == name:
+                return scope.value
+            scope = scope.parent
+        raise EvalError(f"{name!r} is not bound here")
+
+
+Locals = _Scope | None
+
+
+def bind(locals_: Locals, name: str, value: Any) -> _Scope:
+    """`locals_` with `name` bound to `value` (shadowing an outer binding of the same name)."""
+    return _Scope(name, value, locals_)
+
+
+def evaluate(expr: Any, lookup: Resolver | None = None, env: EvalEnv | None = None,
+             locals_: Locals = None) -> Any:
+    """The value of `expr`; `lookup` answers each Ref (returning None for an unset value).
+
+    `env` supplies the clock and randomness (and the resolver when `lookup` is not given); without
+    it NOW() reads the real clock and UNIQUE_ID() real randomness.
+    """
+    env = env or EvalEnv()
+    resolve = lookup if lookup is not None else env.resolve
+    return _Evaluator(resolve, env).eval(expr, locals_, 0)
+
+
+def call_function(fn: str, args: list[Any], env: EvalEnv | None = None) -> Any:
+    """Run a registered function on already evaluated arguments."""
+    return functions.call(fn, args, env or EvalEnv())
+
+
+class _Evaluator:
+    def __init__(self, resolve: Resolver, env: EvalEnv) -> None:
+        self.resolve = resolve
+        self.env = env
+
+    def eval(self, expr: Any, locals_: Locals, depth: int) -> Any:
+        if depth > MAX_EVAL_DEPTH:
+            raise EvalError(f"the expression is nested too deeply (more than {MAX_EVAL_DEPTH} levels)")
+        deeper = depth + 1
+        if isinstance(expr, Lit):
+            return expr.value
+        if isinstance(expr, Ref):
+            return self.resolve(expr)
+        if isinstance(expr, Local):
+            if locals_ is None:
+                raise EvalError(f"{expr.name!r} is not bound here")
+            return locals_.get(expr.name)
+        if isinstance(expr, Get):
+            return get_member(self.eval(expr.obj, locals_, deeper), self.eval(expr.key, locals_, deeper))
+        if isinstance(expr, BoolOp):
+            if expr.op == "and":
+                return all(is_true(self.eval(item, locals_, deeper)) for item in expr.items)
+            return any(is_true(self.eval(item, locals_, deeper)) for item in expr.items)
+        if isinstance(expr, Not):
+            return not is_true(self.eval(expr.item, locals_, deeper))
+        if isinstance(expr, Implies):
+            return not is_true(self.eval(expr.left, locals_, deeper)) or is_true(self.eval(expr.right, locals_, deeper))
+        if isinstance(expr, IsSet):
+            return is_set(self.eval(expr.item, locals_, deeper))
+        if isinstance(expr, Compare):
+            left = self.eval(expr.left, locals_, deeper)
+            right = self.eval(expr.right, locals_, deeper)
+            return compare(expr.cmp, left, right)
+        if isinstance(expr, Arith):
+            left = self.eval(expr.left, locals_, deeper)
+            right = self.eval(expr.right, locals_, deeper)
+            return arith(expr.arith, left, right)
+        if isinstance(expr, Neg):
+            return negate(self.eval(expr.item, locals_, deeper))
+        if isinstance(expr, Call):
+            args = [self.eval(arg, locals_, deeper) for arg in expr.args]
+            return functions.call(expr.fn, args, self.env)
+        if isinstance(expr, ListLit):
+            return [self.eval(item, locals_, deeper) for item in expr.items]
+        if isinstance(expr, ObjLit):
+            return {entry.key: self.eval(entry.value, locals_, deeper) for entry in expr.entries}
+        if isinstance(expr, Each):
+            return self._each(expr, locals_, deeper)
+        raise EvalError(f"cannot evaluate {type(expr).__name__}")
+
+    def _each(self, expr: Each, locals_: Locals, depth: int) -> Any:
+        items = iterable_items(self.eval(expr.source, locals_, depth), expr.kind)
+
+        def body(item: Any) -> Any:
+            return self.eval(expr.body, bind(locals_, expr.var, item), depth)
+
+        kind = expr.kind
+        if kind == "filter":
+            return [item for item in items if is_true(body(item))]
+        if kind == "map":
+            return [body(item) for item in items]
+        if kind == "any":
+            return any(is_true(body(item)) for item in items)
+        if kind == "all":
+            return all(is_true(body(item)) for item in items)
+        if kind == "count":
+            return sum(1 for item in items if is_true(body(item)))
+        if kind == "find":
+            return next((item for item in items if is_true(body(item))), None)
+        if kind == "sort_by":
+            keyed = [(body(item), item) for item in items]
+            present = [pair for pair in keyed if pair[0] is not None]
+            absent = [item for key, item in keyed if key is None]
+            present.sort(key=lambda pair: sort_key(pair[0]), reverse=expr.descending)
+            return [item for _, item in present] + absent
+        raise EvalError(f"unknown item-wise operation {kind!r}")
+
+
+def iterable_items(value: Any, what: str) -> list[Any]:
+    """The items an item-wise operation (or a template's each block) walks: None is no items, a mapping its values."""
     if value is None:
-        return False
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, (int, float)):
-        return value != 0
-    if isinstance(value, str):
-        text = value.strip().lower()
-        if text in _FALSE_WORDS:
-            return False
-        number = _numeric_text(text)
-        return number != 0 if number is not None else True
-    try:
-        return bool(value)
-    except Exception:  # an odd object without a usable truth value
-        return True
+        return []
+    if isinstance(value, dict):
+        items = list(value.values())
+    elif isinstance(value, (list, tuple)):
+        items = list(value)
+    elif isinstance(value, (set, frozenset)):
+        items = sorted(value, key=sort_key)
+    else:
+        raise EvalError(f"{what} needs a list, not {type(value).__name__} {value!r:.40}")
+    if len(items) > MAX_ITEMS:
+        raise EvalError(f"{what} walks at most {MAX_ITEMS} items")
+    return items
 
 
-def _eval(expr: Any, lookup: Callable[[Ref], Any], depth: int) -> Any:
-    if depth > MAX_EVAL_DEPTH:
-        raise EvalError(f"the expression is nested too deeply (more than {MAX_EVAL_DEPTH} levels)")
-    if isinstance(expr, Lit):
-        return expr.value
-    if isinstance(expr, Ref):
-        return lookup(expr)
-    if isinstance(expr, BoolOp):
-        if expr.op == "and":
-            return all(is_true(_eval(item, lookup, depth + 1)) for item in expr.items)
-        return any(is_true(_eval(item, lookup, depth + 1)) for item in expr.items)
-    if isinstance(expr, Not):
-        return not is_true(_eval(expr.item, lookup, depth + 1))
-    if isinstance(expr, Compare):
-        left = _eval(expr.left, lookup, depth + 1)
-        right = _eval(expr.right, lookup, depth + 1)
-        return compare(expr.cmp, left, right)
-    if isinstance(expr, Call):
-        args = [_eval(arg, lookup, depth + 1) for arg in expr.args]
-        return call_function(expr.fn, args)
-    raise EvalError(f"cannot evaluate {type(expr).__name__}")
-
-
-# ---------------------------------------------------------------------------
-# Comparisons
-# ---------------------------------------------------------------------------
-
-
-def compare(op: str, left: Any, right: Any) -> bool:
-    """Apply a comparison operator with the forgiving rules (never raises for odd operand types)."""
-    if op == "==":
-        return values_equal(left, right)
-    if op == "!=":
-        return not values_equal(left, right)
-    if op == "in":
-        return _contains(right, left)
-    if op == "not in":
-        return not _contains(right, left)
-    if op in _ORDERINGS:
-        return _ordered(_ORDERINGS[op], left, right)
-    raise EvalError(f"unknown comparison {op!r}")
-
-
-def values_equal(left: Any, right: Any) -> bool:
-    """Equality: None only equals None; a number equals a numeric text of the same value; text is exact."""
-    if left is None or right is None:
-        return left is None and right is None
-    if isinstance(left, bool) and isinstance(right, str):
-        return _BOOL_WORDS.get(right.strip().lower()) is left
-    if isinstance(right, bool) and isinstance(left, str):
-        return _BOOL_WORDS.get(left.strip().lower()) is right
-    if _is_number(left) and isinstance(right, str):
-        number = _numeric_text(right)
-        return number is not None and left == number
-    if _is_number(right) and isinstance(left, str):
-        number = _numeric_text(left)
-        return number is not None and right == number
-    try:
-        return bool(left == right)
-    except Exception:
-        return False
-
-
-def _ordered(op: Callable[[Any, Any], Any], left: Any, right: Any) -> bool:
-    if left is None or right is None:
-        return False
-    if _is_number(left) and isinstance(right, str):
-        right = _numeric_text(right)
-    elif _is_number(right) and isinstance(left, str):
-        left = _numeric_text(left)
-    if left is None or right is None:
-        return False
-    try:
-        return bool(op(left, right))
-    except Exception:
-        return False
-
-
-def _contains(container: Any, item: Any) -> bool:
-    if container is None:
-        return False
-    if isinstance(container, str):
-        if item is None:
-            return False
-        return (item if isinstance(item, str) else format_value(item)) in container
-    if isinstance(container, dict):
-        return any(values_equal(item, key) for key in container)
-    if isinstance(container, (list, tuple, set, frozenset)):
-        return any(values_equal(item, element) for element in container)
-    return False
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _numeric_text(text: str) -> int | float | None:
-    """The number a text spells (e.g. " 42 ", "3.5"), or None."""
-    if len(text) > 100 or not _NUMERIC_TEXT.fullmatch(text):
+def get_member(obj: Any, key: Any) -> Any:
+    """`obj[key]` for chatbot data: a missing key, an index out of range or a value without members gives None."""
+    if obj is None or key is None:
         return None
-    stripped = text.strip()
-    try:
-        return int(stripped)
-    except ValueError:
-        return float(stripped)
-
-
-# ---------------------------------------------------------------------------
-# Built-in functions
-# ---------------------------------------------------------------------------
-
-
-def call_function(fn: str, args: list[Any]) -> Any:
-    """Run an allow-listed built-in function on already evaluated arguments."""
-    impl = _FUNCTIONS.get(fn)
-    if impl is None:
-        raise EvalError(f"unknown function {fn!r}")
-    expected = 2 if fn.startswith("re.") else 1
-    if len(args) != expected:
-        raise EvalError(f"{fn}() takes {expected} argument{'s' if expected > 1 else ''}, got {len(args)}")
-    return impl(*args)
-
-
-def _regex(kind: str) -> Callable[[Any, Any], bool]:
-    def run(pattern: Any, value: Any) -> bool:
-        if not isinstance(pattern, str):
-            raise EvalError(f"the pattern of re.{kind}() must be text, got {format_value(pattern)!r}")
-        if value is None:
-            return False
+    if isinstance(obj, dict):
         try:
-            compiled = re.compile(pattern)
-        except re.error as exc:
-            raise EvalError(f"invalid regular expression {pattern!r}: {exc}") from None
-        text = value if isinstance(value, str) else format_value(value)
-        return getattr(compiled, kind)(text) is not None
-
-    return run
-
-
-def _len(value: Any) -> int:
-    if value is None:
-        return 0
-    if isinstance(value, (str, list, tuple, dict, set, frozenset)):
-        return len(value)
-    raise EvalError(f"len() needs text, a list or a dict, not {format_value(value)!r}")
-
-
-def _lower(value: Any) -> str | None:
-    return None if value is None else format_value(value).lower()
-
-
-def _upper(value: Any) -> str | None:
-    return None if value is None else format_value(value).upper()
-
-
-def _int(value: Any) -> int | None:
-    if value is None:
+            if key in obj:
+                return obj[key]
+        except TypeError:  # an unhashable key
+            return None
+        if isinstance(key, str):  # JSON turned a number key into text, or the other way round
+            return None
+        if isinstance(key, (int, float)) and not isinstance(key, bool):
+            return obj.get(str(key))
         return None
-    if isinstance(value, bool):
-        return int(value)
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise EvalError(f"cannot convert {value!r} to a whole number")
-        return int(value)
-    if isinstance(value, str):
-        number = _numeric_text(value)
-        if number is not None and math.isfinite(number):
-            return int(number)
-    raise EvalError(f"cannot convert {format_value(value)!r} to a whole number")
-
-
-def _float(value: Any) -> float | None:
-    if value is None:
+    if isinstance(obj, (list, tuple, str)):
+        if isinstance(key, bool) or not isinstance(key, (int, float)):
+            return None
+        if isinstance(key, float):
+            if not key.is_integer():
+                return None
+            key = int(key)
+        if -len(obj) <= key < len(obj):
+            return obj[key]
         return None
-    if isinstance(value, (bool, int, float)):
-        return float(value)
-    if isinstance(value, str):
-        number = _numeric_text(value)
-        if number is not None:
-            return float(number)
-    raise EvalError(f"cannot convert {format_value(value)!r} to a number")
-
-
-_FUNCTIONS: dict[str, Callable[..., Any]] = {
-    "re.match": _regex("match"),
-    "re.search": _regex("search"),
-    "re.fullmatch": _regex("fullmatch"),
-    "len": _len,
-    "lower": _lower,
-    "upper": _upper,
-    "str": format_value,
-    "int": _int,
-    "float": _float,
-}
+    return None

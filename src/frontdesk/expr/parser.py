@@ -1,45 +1,58 @@
-"""Parsing of condition and value text (ADL `if:`, `set:`, call arguments) into IR expressions."""
+"""Parsing of condition and value text (ADL `if:`, `set:`, call arguments, template holes) into IR expressions."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
 from frontdesk.diagnostics import did_you_mean
-from frontdesk.ir.models import (
+from frontdesk.expr import functions
+from frontdesk.ir.expr import (
+    Arith,
     BoolOp,
     Call,
-    ClaimsCondition,
     Compare,
-    Condition,
-    Expr,
-    ExprCondition,
+    Each,
+    Get,
+    Implies,
+    IsSet,
+    ListLit,
     Lit,
+    Local,
+    Neg,
     Not,
+    ObjEntry,
+    ObjLit,
     Ref,
 )
+from frontdesk.ir.models import ClaimsCondition, Condition, Expr, ExprCondition
 
 MAX_NESTING_DEPTH = 64
 MAX_TEXT_LENGTH = 10_000
 
-# Allowed functions and the parameters they take (names are only used in messages).
-KNOWN_FUNCTIONS: dict[str, tuple[str, ...]] = {
-    "re.match": ("pattern", "value"),
-    "re.search": ("pattern", "value"),
-    "re.fullmatch": ("pattern", "value"),
-    "len": ("value",),
-    "lower": ("value",),
-    "upper": ("value",),
-    "str": ("value",),
-    "int": ("value",),
-    "float": ("value",),
+# How a dotted name is read. "scoped" (ADL): `x` is an argument of the agent, `a.b` the value `b` of
+# agent, tool or subflow `a`, and further parts are members. "flat" (ABL, Handlebars): `a` is a
+# variable of the agent and every further part is a member.
+PathMode = Literal["scoped", "flat"]
+
+# Item-wise operations written like calls with a function of each item: filter(items, i => i.price > 3).
+EACH_FORMS: dict[str, str] = {
+    "filter": "filter",
+    "map": "map",
+    "sort_by": "sort_by",
+    "any": "any",
+    "all": "all",
+    "find": "find",
+    "count": "count",
 }
-REGEX_FUNCTIONS = frozenset({"re.match", "re.search", "re.fullmatch"})
+_EACH_EXAMPLE = "e.g. filter(items, item => item.price > 3)"
+_SORT_DIRECTIONS = {"asc": False, "ascending": False, "desc": True, "descending": True}
 
 LITERAL_WORDS: dict[str, Any] = {
     "None": None,
@@ -49,6 +62,7 @@ LITERAL_WORDS: dict[str, Any] = {
     "False": False,
     "false": False,
 }
+_KEYWORDS = ("and", "or", "not", "in", "implies")
 
 _CLAIMS_PREFIX = re.compile(r"\s*the\s+user\s+claims\b", re.IGNORECASE)
 _CLAIMS_ANYWHERE = re.compile(r"\bthe\s+user\s+claims\b", re.IGNORECASE)
@@ -58,8 +72,12 @@ _SIMPLE_ESCAPES = {"\\": "\\", '"': '"', "'": "'", "n": "\n", "t": "\t", "r": "\
 _OPEN_TO_CLOSE_QUOTE = {'"': '"', "'": "'", "\u201c": "\u201d"}
 
 _CMP_TOKENS = {"EQ", "NE", "LE", "GE", "LT", "GT", "IN"}
-_VALUE_START_TOKENS = {"NAME", "STRING", "RAW_STRING", "NUMBER", "_LPAR", "_LSQB"}
+_ARITH_TOKENS = {"PLUS", "MINUS", "STAR", "SLASH", "PERCENT"}
+_VALUE_START_TOKENS = {"NAME", "STRING", "RAW_STRING", "NUMBER", "_LPAR", "_LSQB", "_LBRACE"}
+_OPENERS = {"_LPAR": "_RPAR", "_LSQB": "_RSQB", "_LBRACE": "_RBRACE"}
+_CLOSERS = {close: open_ for open_, close in _OPENERS.items()}
 _TOKEN_TEXT = {
+    "_IMPLIES": "implies",
     "_OR": "or",
     "_AND": "and",
     "NOT": "not",
@@ -68,8 +86,12 @@ _TOKEN_TEXT = {
     "_RPAR": ")",
     "_LSQB": "[",
     "_RSQB": "]",
+    "_LBRACE": "{",
+    "_RBRACE": "}",
     "_COMMA": ",",
+    "_COLON": ":",
     "_DOT": ".",
+    "_ARROW": "=>",
 }
 
 
@@ -89,17 +111,26 @@ def _lark() -> Lark:
     return Lark(grammar, parser="lalr", lexer="basic", propagate_positions=True, maybe_placeholders=True)
 
 
+def known_function_names() -> list[str]:
+    """Every function a call may name: the registry's and the item-wise forms."""
+    return sorted(set(functions.function_names()) | set(EACH_FORMS), key=str.lower)
+
+
 # ---------------------------------------------------------------------------
 # Public entry points
 # ---------------------------------------------------------------------------
 
 
-def parse_condition(text: str, agent: str) -> Condition:
-    """Parse an `if:` condition: `the user claims "..."` or an expression over arguments of `agent`."""
+def parse_condition(text: str, agent: str, *, locals: Iterable[str] = (), paths: PathMode = "scoped") -> Condition:
+    """Parse an `if:` condition: `the user claims "..."` or an expression over arguments of `agent`.
+
+    `locals` are names bound by an enclosing item-wise operation (they read as Local);
+    `paths` says how dotted names are read (see PathMode).
+    """
     if _CLAIMS_PREFIX.match(text):
         return ClaimsCondition(source=text, examples=_parse_claims(text))
     try:
-        expr = _parse(text, agent, what="condition")
+        expr = _parse(text, agent, what="condition", locals=locals, paths=paths)
     except ExprSyntaxError:
         found = _CLAIMS_ANYWHERE.search(text)
         if found:
@@ -112,7 +143,7 @@ def parse_condition(text: str, agent: str) -> Condition:
     return ExprCondition(source=text, expr=expr)
 
 
-def parse_expression(text: str, agent: str) -> Expr:
+def parse_expression(text: str, agent: str, *, locals: Iterable[str] = (), paths: PathMode = "scoped") -> Expr:
     """Parse a value expression (e.g. a `set:` value or call argument); bare names belong to `agent`."""
     found = _CLAIMS_PREFIX.match(text)
     if found:
@@ -120,26 +151,51 @@ def parse_expression(text: str, agent: str) -> Expr:
             "'the user claims' can only be used as an if / else if condition",
             len(text) - len(text.lstrip()) + 1,
         )
-    return _parse(text, agent, what="value")
+    return _parse(text, agent, what="value", locals=locals, paths=paths)
+
+
+def child_exprs(node: Any) -> list[Any]:
+    """The direct sub-expressions of an expression node, in source order."""
+    if isinstance(node, (Compare, Arith, Implies)):
+        return [node.left, node.right]
+    if isinstance(node, (BoolOp, ListLit)):
+        return list(node.items)
+    if isinstance(node, (Not, IsSet, Neg)):
+        return [node.item]
+    if isinstance(node, Call):
+        return list(node.args)
+    if isinstance(node, Get):
+        return [node.obj, node.key]
+    if isinstance(node, ObjLit):
+        return [entry.value for entry in node.entries]
+    if isinstance(node, Each):
+        return [node.source, node.body]
+    return []
 
 
 def collect_refs(expr: Expr) -> list[Ref]:
-    """Every Ref in `expr`, in source order (duplicates kept)."""
+    """Every Ref in `expr`, in source order (duplicates kept); Locals are not Refs."""
     refs: list[Ref] = []
     stack: list[Any] = [expr]
     while stack:
         node = stack.pop()
         if isinstance(node, Ref):
             refs.append(node)
-        elif isinstance(node, Compare):
-            stack.extend((node.right, node.left))
-        elif isinstance(node, BoolOp):
-            stack.extend(reversed(node.items))
-        elif isinstance(node, Not):
-            stack.append(node.item)
-        elif isinstance(node, Call):
-            stack.extend(reversed(node.args))
+        else:
+            stack.extend(reversed(child_exprs(node)))
     return refs
+
+
+def collect_calls(expr: Expr) -> list[Call]:
+    """Every Call in `expr`, in source order."""
+    calls: list[Call] = []
+    stack: list[Any] = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Call):
+            calls.append(node)
+        stack.extend(reversed(child_exprs(node)))
+    return calls
 
 
 # ---------------------------------------------------------------------------
@@ -270,7 +326,7 @@ def _parse_claims(text: str) -> list[str]:
 # ---------------------------------------------------------------------------
 
 
-def _parse(text: str, agent: str, what: str) -> Expr:
+def _parse(text: str, agent: str, what: str, locals: Iterable[str] = (), paths: PathMode = "scoped") -> Expr:
     if not text.strip():
         raise ExprSyntaxError(f"the {what} is empty", 1)
     if len(text) > MAX_TEXT_LENGTH:
@@ -285,7 +341,7 @@ def _parse(text: str, agent: str, what: str) -> Expr:
     except UnexpectedInput as err:
         raise _unexpected_token(text, tokens, err, what) from None
     _check_depth(tree)
-    return _Converter(agent).convert(tree)
+    return _Converter(agent, frozenset(locals), paths).convert(tree)
 
 
 def _bad_character(text: str, pos: int) -> ExprSyntaxError:
@@ -305,8 +361,8 @@ def _bad_character(text: str, pos: int) -> ExprSyntaxError:
         return ExprSyntaxError(
             "unexpected '$'", col, hint="conditions use argument names directly: write name, not ${name}"
         )
-    if ch in "+-*/%":
-        return ExprSyntaxError(f"arithmetic ({ch!r}) is not supported here", col)
+    if ch == "@":
+        return ExprSyntaxError("unexpected '@'", col, hint="names start with a letter or '_'")
     return ExprSyntaxError(f"unexpected character {ch!r}", col)
 
 
@@ -330,44 +386,58 @@ def _unexpected_token(text: str, tokens: list[Token], err: UnexpectedInput, what
     # Unbalanced brackets are the most useful thing to report.
     openers: list[Token] = []
     for t in tokens[:index]:
-        if t.type in ("_LPAR", "_LSQB"):
+        if t.type in _OPENERS:
             openers.append(t)
-        elif t.type in ("_RPAR", "_RSQB") and openers:
+        elif t.type in _CLOSERS and openers:
             openers.pop()
 
     if at_end:
         if prev is None:
             return ExprSyntaxError(f"the {what} is empty", 1)
         pcol = prev.start_pos + 1
-        if prev.type in _CMP_TOKENS or (prev.type == "IN"):
+        if prev.type in _CMP_TOKENS:
             return ExprSyntaxError(f"expected a value after {_describe(prev)}", pcol)
+        if prev.type in _ARITH_TOKENS:
+            return ExprSyntaxError(f"expected a value after {_describe(prev)}", pcol)
+        if prev.type == "NOT" and index >= 3 and str(tokens[index - 2]).lower() == "is" and _ends_value(tokens[index - 3]):
+            return ExprSyntaxError("expected 'set' after 'is not'", col, hint=_IS_HINT)
         if prev.type == "NOT" and len(tokens) >= 2 and tokens[index - 2].type != "NOT" and _ends_value(tokens[index - 2]):
             return ExprSyntaxError("expected 'in' after 'not'", pcol, hint="write 'not in' to test membership")
-        if prev.type in ("_AND", "_OR", "NOT"):
+        if prev.type in ("_AND", "_OR", "NOT", "_IMPLIES"):
             return ExprSyntaxError(f"expected a condition after {_describe(prev)}", pcol)
         if prev.type == "_DOT":
             return ExprSyntaxError("expected a name after '.'", pcol, hint="write agent.argument")
+        if prev.type in ("_COLON", "_ARROW"):
+            return ExprSyntaxError(f"expected a value after {_describe(prev)}", pcol)
         if prev.type == "_COMMA" and not openers:
             return ExprSyntaxError("unexpected ','", pcol)
         if openers:
             opener = openers[-1]
-            closer = ")" if opener.type == "_LPAR" else "]"
+            closer = _TOKEN_TEXT[_OPENERS[opener.type]]
             return ExprSyntaxError(
                 f"unclosed {_describe(opener)}", opener.start_pos + 1, hint=f"add the matching {closer!r}"
             )
+        if prev.type == "NAME" and index >= 2:
+            before = tokens[index - 2]
+            if str(prev).lower() == "is" and _ends_value(before):
+                return ExprSyntaxError("expected 'set' or 'not set' after 'is'", pcol, hint=_IS_HINT)
+            if before.type == "NAME" and str(before).lower() == "is" and index >= 3 and _ends_value(tokens[index - 3]):
+                return ExprSyntaxError("expected 'set' after 'is not'", pcol, hint=_IS_HINT)
+            if _ends_value(before):
+                return _operator_expected(prev, pcol)
         return ExprSyntaxError(f"the {what} ends too early", col)
 
     assert token is not None
     desc = _describe(token)
-    if token.type in ("_RPAR", "_RSQB"):
-        want = "_LPAR" if token.type == "_RPAR" else "_LSQB"
+    if token.type in _CLOSERS:
+        want = _CLOSERS[token.type]
         if not openers or openers[-1].type != want:
-            if prev is not None and prev.type in _CMP_TOKENS | {"_AND", "_OR", "NOT", "_COMMA"}:
+            if prev is not None and prev.type in _CMP_TOKENS | _ARITH_TOKENS | {"_AND", "_OR", "NOT", "_COMMA", "_IMPLIES"}:
                 return ExprSyntaxError(f"expected a value after {_describe(prev)} but found {desc}", col)
             return ExprSyntaxError(f"unmatched {desc}", col)
-    if prev is not None and prev.type in _CMP_TOKENS:
+    if prev is not None and prev.type in _CMP_TOKENS | _ARITH_TOKENS | {"_COLON", "_ARROW"}:
         return ExprSyntaxError(f"expected a value after {_describe(prev)} but found {desc}", col)
-    if prev is not None and prev.type in ("_AND", "_OR"):
+    if prev is not None and prev.type in ("_AND", "_OR", "_IMPLIES"):
         return ExprSyntaxError(f"expected a condition after {_describe(prev)} but found {desc}", col)
     if prev is not None and prev.type == "NOT" and token.type != "IN":
         if index >= 2 and _ends_value(tokens[index - 2]):
@@ -381,45 +451,64 @@ def _unexpected_token(text: str, tokens: list[Token], err: UnexpectedInput, what
         return ExprSyntaxError(
             "comparisons cannot be chained", col, hint="split them with 'and', e.g. 1 < x and x < 10"
         )
+    if token.type == "_ARROW":
+        return ExprSyntaxError(
+            "'=>' can only follow the item name in filter, map, sort_by, any, all, find or count", col,
+            hint=_EACH_EXAMPLE,
+        )
     if token.type == "NAME" and _ends_value(prev):
         word = str(token)
-        if word == "is":
-            return ExprSyntaxError("'is' is not supported", col, hint="write '== None' or '!= None' instead")
-        if word.lower() in ("and", "or", "not", "in"):
+        if word.lower() in _KEYWORDS:
             return ExprSyntaxError(f"write {word.lower()!r} in lower case", col)
+        if prev.type == "NAME" and str(prev).lower() == "is":
+            return ExprSyntaxError("'is' can only be used as 'is set' or 'is not set'", prev.start_pos + 1,
+                                   hint=_IS_HINT)
     if token.type in _VALUE_START_TOKENS and _ends_value(prev):
-        return ExprSyntaxError(
-            f"expected an operator before {desc}",
-            col,
-            hint="compare with ==, !=, <, >, <=, >=, in, not in; combine with and / or; quote text with spaces",
-        )
+        return _operator_expected(token, col)
     if token.type == "_COMMA" and not openers:
         return ExprSyntaxError("unexpected ','", col, hint="put lists in brackets: [1, 2]")
     return ExprSyntaxError(f"unexpected {desc}", col)
 
 
+_IS_HINT = "write 'x is set' or 'x is not set'; compare with None using '== None'"
+
+
+def _operator_expected(token: Token, col: int) -> ExprSyntaxError:
+    word = str(token)
+    if token.type == "NAME" and word.lower() in _KEYWORDS:
+        return ExprSyntaxError(f"write {word.lower()!r} in lower case", col)
+    return ExprSyntaxError(
+        f"expected an operator before {_describe(token)}",
+        col,
+        hint="compare with ==, !=, <, >, <=, >=, in, not in; combine with and / or; quote text with spaces",
+    )
+
+
 def _ends_value(token: Token) -> bool:
-    return token.type in ("NAME", "STRING", "RAW_STRING", "NUMBER", "_RPAR", "_RSQB")
+    return token.type in ("NAME", "STRING", "RAW_STRING", "NUMBER", "_RPAR", "_RSQB", "_RBRACE")
 
 
 def _after_comparison(tokens: list[Token], index: int) -> bool:
     """Whether a comparison operator already occurs in the current operand chain before `index`."""
     depth = 0
     for t in reversed(tokens[:index]):
-        if t.type in ("_RPAR", "_RSQB"):
+        if t.type in _CLOSERS:
             depth += 1
-        elif t.type in ("_LPAR", "_LSQB"):
+        elif t.type in _OPENERS:
             if depth == 0:
                 return False
             depth -= 1
-        elif depth == 0 and t.type in ("_AND", "_OR", "_COMMA"):
+        elif depth == 0 and t.type in ("_AND", "_OR", "_COMMA", "_IMPLIES"):
             return False
         elif depth == 0 and t.type in _CMP_TOKENS:
             return True
     return False
 
 
-_NESTING_RULES = frozenset({"or_", "and_", "not_", "compare", "call", "list"})
+_NESTING_RULES = frozenset({
+    "or_", "and_", "not_", "compare", "call", "list", "implies", "is_test", "arith", "neg", "attr", "index",
+    "obj", "lambda",
+})
 
 
 def _check_depth(tree: Tree) -> None:
@@ -441,10 +530,12 @@ def _check_depth(tree: Tree) -> None:
 
 
 class _Converter:
-    """Turns a lark parse tree into IR expressions, checking names, calls and regexes."""
+    """Turns a lark parse tree into IR expressions, resolving names and checking calls against the registry."""
 
-    def __init__(self, agent: str) -> None:
+    def __init__(self, agent: str, locals: frozenset[str], paths: PathMode) -> None:
         self.agent = agent
+        self.locals = locals
+        self.paths = paths
 
     def convert(self, node: Tree) -> Expr:
         kind = node.data
@@ -453,12 +544,25 @@ class _Converter:
             return BoolOp(op="or" if kind == "or_" else "and", items=items)
         if kind == "not_":
             return Not(item=self.convert(node.children[-1]))
+        if kind == "implies":
+            left, right = node.children
+            return Implies(left=self.convert(left), right=self.convert(right))
         if kind == "compare":
             left, op_tree, right = node.children
             op = " ".join(str(t) for t in op_tree.children)
             return Compare(cmp=op, left=self.convert(left), right=self.convert(right))
-        if kind == "path":
-            return self._path(node)
+        if kind == "is_test":
+            return self._is_test(node)
+        if kind == "arith":
+            left, op, right = node.children
+            return Arith(arith=str(op), left=self.convert(left), right=self.convert(right))
+        if kind == "neg":
+            item = self.convert(node.children[-1])
+            if isinstance(item, Lit) and isinstance(item.value, (int, float)) and not isinstance(item.value, bool):
+                return Lit(value=-item.value)
+            return Neg(item=item)
+        if kind in ("name", "attr", "index"):
+            return self._postfix(node)
         if kind in ("string", "raw_string"):
             return Lit(value=_string_value(node.children[0]))
         if kind == "number":
@@ -468,71 +572,202 @@ class _Converter:
                 raise ExprSyntaxError("this number is too long", _column(node)) from None
         if kind == "list":
             return self._list(node)
+        if kind == "obj":
+            return self._obj(node)
         if kind == "call":
             return self._call(node)
+        if kind == "lambda":
+            raise ExprSyntaxError(
+                "'item => ...' can only be an argument of filter, map, sort_by, any, all, find or count",
+                _column(node), hint=_EACH_EXAMPLE,
+            )
         raise ExprSyntaxError(f"unsupported construct {kind!r}", _column(node))  # pragma: no cover
 
-    def _path(self, node: Tree) -> Expr:
-        parts = [str(t) for t in node.children]
-        column = _column(node)
-        if len(parts) == 1:
-            name = parts[0]
-            if name in LITERAL_WORDS:
-                return Lit(value=LITERAL_WORDS[name])
-            return Ref(scope=self.agent, name=name)
-        for part in parts:
-            if part in LITERAL_WORDS:
-                raise ExprSyntaxError(f"{part!r} is a value and cannot be part of a name like {'.'.join(parts)!r}", column)
-        if len(parts) > 2:
-            raise ExprSyntaxError(
-                f"{'.'.join(parts)!r} has too many parts",
-                column,
-                hint="refer to an argument as name or agent.name",
-            )
-        return Ref(scope=parts[0], name=parts[1])
+    # -- names, members and indexes ------------------------------------------------------
 
-    def _list(self, node: Tree) -> Lit:
+    def _postfix(self, node: Tree) -> Expr:
+        """A name followed by `.member` / `[index]` parts, or members of any other value."""
+        trailers: list[Tree] = []
+        root: Any = node
+        while isinstance(root, Tree) and root.data in ("attr", "index"):
+            trailers.append(root)
+            root = root.children[0]
+        trailers.reverse()
+        if not (isinstance(root, Tree) and root.data == "name"):
+            expr = self.convert(root)
+            return self._apply(expr, trailers)
+        token = root.children[0]
+        first = str(token)
+        column = _column(root)
+        if first in self.locals:
+            return self._apply(Local(name=first), trailers)
+        if first.startswith("@"):
+            raise ExprSyntaxError(f"{first!r} can only be used inside {{{{#each}}}}", column,
+                                  hint="names start with a letter or '_'")
+        dotted = [first]
+        for trailer in trailers:
+            if trailer.data != "attr":
+                break
+            dotted.append(str(trailer.children[1]))
+        if first in LITERAL_WORDS:
+            if not trailers:
+                return Lit(value=LITERAL_WORDS[first])
+            raise ExprSyntaxError(f"{first!r} is a value and cannot be part of a name like {'.'.join(dotted)!r}",
+                                  column)
+        if self.paths == "flat" or len(dotted) == 1:
+            return self._apply(Ref(scope=self.agent, name=first), trailers)
+        second = dotted[1]
+        if second in LITERAL_WORDS:
+            raise ExprSyntaxError(f"{second!r} is a value and cannot be part of a name like {'.'.join(dotted)!r}",
+                                  column)
+        return self._apply(Ref(scope=first, name=second), trailers[1:])
+
+    def _apply(self, expr: Expr, trailers: list[Tree]) -> Expr:
+        for trailer in trailers:
+            if trailer.data == "attr":
+                key: Expr = Lit(value=str(trailer.children[1]))
+            else:
+                key = self.convert(trailer.children[1])
+            expr = Get(obj=expr, key=key)
+        return expr
+
+    def _is_test(self, node: Tree) -> Expr:
+        subject, *words = node.children
+        is_word = words[0]
+        if str(is_word).lower() != "is":
+            second = words[1] if len(words) > 1 else None
+            if second is not None and second.type == "NOT":
+                raise ExprSyntaxError("expected 'in' after 'not'", _column(second), hint="write 'not in'")
+            raise _operator_expected(is_word, _column(is_word))
+        negated = len(words) == 3
+        if negated and str(words[1]).lower() != "not":
+            raise ExprSyntaxError("expected 'set' or 'not set' after 'is'", _column(words[1]), hint=_IS_HINT)
+        last = words[-1]
+        if str(last).lower() != "set":
+            if str(last) in LITERAL_WORDS or len(words) == 2 and str(last).lower() == "none":
+                raise ExprSyntaxError("'is' can only be used as 'is set' or 'is not set'", _column(is_word),
+                                      hint=_IS_HINT)
+            raise ExprSyntaxError(f"expected 'set' after {'is not' if negated else 'is'}", _column(last),
+                                  hint=_IS_HINT)
+        test = IsSet(item=self.convert(subject))
+        return Not(item=test) if negated else test
+
+    # -- literals --------------------------------------------------------------------------
+
+    def _list(self, node: Tree) -> Expr:
         args = node.children[0]
-        values: list[Any] = []
-        for child in args.children if args is not None else []:
-            item = self.convert(child)
-            if not isinstance(item, Lit):
-                raise ExprSyntaxError(
-                    "list items must be fixed values (text, numbers, True, False, None)", _column(child)
-                )
-            values.append(item.value)
-        return Lit(value=values)
+        items = [self.convert(child) for child in (args.children if args is not None else [])]
+        if all(isinstance(item, Lit) for item in items):
+            return Lit(value=[item.value for item in items])  # type: ignore[union-attr]
+        return ListLit(items=items)
 
-    def _call(self, node: Tree) -> Call:
-        path_tree, args_tree = node.children
-        fn = ".".join(str(t) for t in path_tree.children)
+    def _obj(self, node: Tree) -> Expr:
+        entries_tree = node.children[0]
+        entries: list[ObjEntry] = []
+        seen: set[str] = set()
+        for entry in entries_tree.children if entries_tree is not None else []:
+            key_token, value_tree = entry.children
+            key = _string_value(key_token) if key_token.type == "STRING" else str(key_token)
+            if key in seen:
+                raise ExprSyntaxError(f"the key {key!r} is given twice", _column(key_token))
+            seen.add(key)
+            entries.append(ObjEntry(key=key, value=self.convert(value_tree)))
+        if all(isinstance(e.value, Lit) for e in entries):
+            return Lit(value={e.key: e.value.value for e in entries})  # type: ignore[union-attr]
+        return ObjLit(entries=entries)
+
+    # -- calls -----------------------------------------------------------------------------
+
+    def _call(self, node: Tree) -> Expr:
+        callee, args_tree = node.children
+        fn = _dotted_name(callee)
         column = _column(node)
-        if fn not in KNOWN_FUNCTIONS:
-            known = ", ".join(sorted(KNOWN_FUNCTIONS))
-            guess = did_you_mean(fn, KNOWN_FUNCTIONS)
-            raise ExprSyntaxError(
-                f"unknown function {fn!r}; known functions: {known}",
-                column,
-                hint=f"did you mean {guess!r}?" if guess else None,
-            )
+        if fn is None:
+            raise ExprSyntaxError("only functions can be called", column,
+                                  hint="call a function by its name, e.g. len(x)")
         arg_trees = list(args_tree.children) if args_tree is not None else []
-        params = KNOWN_FUNCTIONS[fn]
-        if len(arg_trees) != len(params):
-            plural = "argument" if len(params) == 1 else "arguments"
+        if fn.lower() in EACH_FORMS and fn.split(".")[0] not in self.locals:
+            return self._each(EACH_FORMS[fn.lower()], fn, arg_trees, column)
+        for tree in arg_trees:
+            if isinstance(tree, Tree) and tree.data == "lambda":
+                raise ExprSyntaxError(
+                    f"{fn}() does not take a function of each item", _column(tree), hint=_EACH_EXAMPLE
+                )
+        spec = functions.lookup(fn)
+        if spec is None:
+            known = known_function_names()
+            guess = did_you_mean(fn, known) or did_you_mean(fn.lower(), [k.lower() for k in known])
             raise ExprSyntaxError(
-                f"{fn}() takes {len(params)} {plural} ({', '.join(params)}), but {len(arg_trees)} given",
+                f"unknown function {fn!r}; known functions: {', '.join(known)}",
                 column,
+                hint=f"did you mean {_registered_name(guess)!r}?" if guess else None,
             )
+        problem = spec.arity_error(len(arg_trees))
+        if problem is not None:
+            raise ExprSyntaxError(problem, column)
         args = [self.convert(child) for child in arg_trees]
-        if fn in REGEX_FUNCTIONS and isinstance(args[0], Lit):
-            pattern = args[0].value
-            if not isinstance(pattern, str):
-                raise ExprSyntaxError(f"the pattern of {fn}() must be text in quotes", _column(arg_trees[0]))
-            try:
-                re.compile(pattern)
-            except re.error as exc:
-                raise ExprSyntaxError(f"invalid regular expression: {exc}", _column(arg_trees[0])) from None
-        return Call(fn=fn, args=args)
+        for index, (arg, tree) in enumerate(zip(args, arg_trees)):
+            param = spec.param_at(index)
+            if param is not None and param.check is not None and isinstance(arg, Lit):
+                message = param.check(arg.value)
+                if message:
+                    if message.startswith("must "):
+                        message = f"the {param.name} of {spec.name}() {message}"
+                    raise ExprSyntaxError(message, _column(tree))
+        return Call(fn=spec.name, args=args)
+
+    def _each(self, kind: str, written: str, arg_trees: list[Any], column: int) -> Each:
+        usage = f"{written}(items, item => ...)" + (" with an optional \"desc\"" if kind == "sort_by" else "")
+        max_args = 3 if kind == "sort_by" else 2
+        if not 2 <= len(arg_trees) <= max_args:
+            raise ExprSyntaxError(f"{written}() takes a list and a function of each item: {usage}", column,
+                                  hint=_EACH_EXAMPLE)
+        source_tree, fn_tree = arg_trees[0], arg_trees[1]
+        if not (isinstance(fn_tree, Tree) and fn_tree.data == "lambda"):
+            raise ExprSyntaxError(f"the second argument of {written}() must be a function of each item: "
+                                  f"item => ...", _column(fn_tree), hint=_EACH_EXAMPLE)
+        if isinstance(source_tree, Tree) and source_tree.data == "lambda":
+            raise ExprSyntaxError(f"the first argument of {written}() must be a list", _column(source_tree),
+                                  hint=_EACH_EXAMPLE)
+        var_token, body_tree = fn_tree.children
+        var = str(var_token)
+        if var in LITERAL_WORDS:
+            raise ExprSyntaxError(f"{var!r} is a value and cannot name an item", _column(var_token))
+        source = self.convert(source_tree)
+        inner = _Converter(self.agent, self.locals | {var}, self.paths)
+        body = inner.convert(body_tree)
+        descending = False
+        if len(arg_trees) == 3:
+            direction = self.convert(arg_trees[2])
+            if isinstance(direction, Lit) and isinstance(direction.value, bool):
+                descending = direction.value
+            elif isinstance(direction, Lit) and isinstance(direction.value, str) and \
+                    direction.value.strip().lower() in _SORT_DIRECTIONS:
+                descending = _SORT_DIRECTIONS[direction.value.strip().lower()]
+            else:
+                raise ExprSyntaxError('the direction of sort_by() must be "asc" or "desc"', _column(arg_trees[2]))
+        return Each(kind=kind, source=source, var=var, body=body, descending=descending)
+
+
+def _registered_name(name: str | None) -> str | None:
+    if name is None:
+        return None
+    if name.lower() in EACH_FORMS:
+        return name
+    spec = functions.lookup(name)
+    return spec.name if spec is not None else name
+
+
+def _dotted_name(node: Any) -> str | None:
+    """`re.match` for the callee tree of a call, or None when the callee is not a (dotted) name."""
+    parts: list[str] = []
+    while isinstance(node, Tree) and node.data == "attr":
+        parts.append(str(node.children[1]))
+        node = node.children[0]
+    if not (isinstance(node, Tree) and node.data == "name"):
+        return None
+    parts.append(str(node.children[0]))
+    return ".".join(reversed(parts))
 
 
 def _column(node: Any) -> int:

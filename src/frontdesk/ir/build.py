@@ -25,18 +25,23 @@ from frontdesk.ir.models import (
     ArgBinding,
     ArgDef,
     ArgValue,
-    AssignNode,
     Assignment,
+    AssignNode,
     BranchCase,
     BranchNode,
+    Delegation,
+    EscalateNode,
     FaqEntry,
     FlowAgent,
+    HandoffNode,
+    HttpBinding,
     InvokeNode,
     JumpNode,
     KnowledgeAgent,
     ListenNode,
     Policy,
     Program,
+    PythonBinding,
     ReasoningAgent,
     Ref,
     ReturnNode,
@@ -44,8 +49,12 @@ from frontdesk.ir.models import (
     RouterMember,
     SayNode,
     StepGraph,
+    StubAnswer,
+    StubBinding,
     ToolDef,
+    ToolParam,
 )
+from frontdesk.ir.models import Handoff as IRHandoff
 
 # ---- steps ------------------------------------------------------------------------------------
 
@@ -90,12 +99,26 @@ class Goto:
 
 
 @dataclass(frozen=True)
+class Handoff:
+    target: str
+    resume: bool = False
+    args: tuple[tuple[str, str], ...] = ()
+    summary: str | None = None
+
+
+@dataclass(frozen=True)
+class Escalate:
+    reason: str = ""
+    message: str | None = None
+
+
+@dataclass(frozen=True)
 class Return:
     status: Literal["success", "error"] = "success"
     message: str = ""
 
 
-Step = Union[Say, Listen, Set, Call, Branch, Label, Goto, Return]
+Step = Union[Say, Listen, Set, Call, Branch, Label, Goto, Return, Handoff, Escalate]
 
 
 def say(text: str) -> Say:
@@ -132,6 +155,15 @@ def label(name: str) -> Label:
 
 def goto(name: str, tries: int | None = None) -> Goto:
     return Goto(name, tries)
+
+
+def handoff(target: str, resume: bool = False, summary: str | None = None, **args: str) -> Handoff:
+    """Hand the conversation to `target`; with `resume`, come back here when it ends (ABL RETURN: true)."""
+    return Handoff(target, resume, tuple(args.items()), summary)
+
+
+def escalate(reason: str = "", message: str | None = None) -> Escalate:
+    return Escalate(reason, message)
 
 
 def ret(status: Literal["success", "error"] = "success", message: str = "") -> Return:
@@ -189,7 +221,16 @@ class _GraphBuilder:
             self.jumps.append(jump)
             return self.add(jump)
         if isinstance(step, Return):
-            return self.add(ReturnNode(id=nid, next=None, status=step.status, message=step.message))
+            message = parse_template(step.message, self.agent) if step.message else None
+            return self.add(ReturnNode(id=nid, next=None, status=step.status, message=message))
+        if isinstance(step, Handoff):
+            args = [ArgValue(name=name, value=parse_expression(value, self.agent)) for name, value in step.args]
+            summary = parse_template(step.summary, self.agent) if step.summary is not None else None
+            return self.add(HandoffNode(id=nid, next=cont if step.resume else None, target=step.target,
+                                        resume=step.resume, args=args, summary=summary))
+        if isinstance(step, Escalate):
+            message = parse_template(step.message, self.agent) if step.message is not None else None
+            return self.add(EscalateNode(id=nid, next=cont, reason=step.reason, message=message))
         raise TypeError(f"not a step: {step!r}")
 
 
@@ -230,9 +271,18 @@ def flow(name: str, steps: list[Step], *, description: str = "", args=(), subflo
 
 
 def reasoning(name: str, instructions: str, *, description: str = "", args=(), tools=(),
-              setup: list[Step] | None = None) -> ReasoningAgent:
-    return ReasoningAgent(name=name, description=description, args=_args(args), instructions=instructions,
-                          tools=list(tools), setup=graph(name, setup) if setup else None)
+              setup: list[Step] | None = None, delegates=(), handoffs=(), can_escalate: bool = False
+              ) -> ReasoningAgent:
+    """An LLM agent. `delegates`: agents it may call and get a result from, as `name` or
+    `(name, [inputs])`; `handoffs`: agents it may hand the conversation to, as `name` (for good) or
+    `(name, True)` (it comes back when that agent ends)."""
+    return ReasoningAgent(
+        name=name, description=description, args=_args(args), instructions=instructions, tools=list(tools),
+        setup=graph(name, setup) if setup else None, can_escalate=can_escalate,
+        delegates=[Delegation(agent=d, inputs=[]) if isinstance(d, str) else Delegation(agent=d[0], inputs=list(d[1]))
+                   for d in delegates],
+        handoffs=[IRHandoff(agent=h) if isinstance(h, str) else IRHandoff(agent=h[0], resume=bool(h[1]))
+                  for h in handoffs])
 
 
 def knowledge(name: str, *, description: str = "", faq=()) -> KnowledgeAgent:
@@ -251,6 +301,32 @@ def router(name: str, members: list[str], *, description: str = "", args=(), set
                                                  for a, r in bound.get(m, {}).items()]) for m in members])
 
 
+def tool(name: str, *params: str, description: str = "", returns: dict | None = None,
+         python: str | None = None, function: str | None = None, http: dict | HttpBinding | None = None,
+         answers: list[dict] | None = None, convention: Literal["adl", "value"] | None = None) -> ToolDef:
+    """A tool. Parameters are written `"code"` (a string), `"count: integer"`, `"note?: string"`
+    (optional). What answers a call: `python="shop.py"` (its function `function`, by default named
+    like the tool; read in ADL's convention unless `convention` says otherwise), `http={"url": ...,
+    "method": "POST", ...}` (HttpBinding's fields), or else a stub with `answers` (StubAnswer's
+    fields: `{"value": ...}`, `{"when": {...}, "value": ...}`, `{"error": "..."}`)."""
+    binding: PythonBinding | HttpBinding | StubBinding
+    if python is not None:
+        binding = PythonBinding(module=python, function=function or name)
+    elif http is not None:
+        binding = http if isinstance(http, HttpBinding) else HttpBinding(**http)
+    else:
+        binding = StubBinding(answers=[StubAnswer(**a) for a in answers or []])
+    return ToolDef(name=name, description=description, params=[_tool_param(p) for p in params],
+                   returns=returns or {}, binding=binding,
+                   convention=convention or ("adl" if python is not None else "value"))
+
+
+def _tool_param(text: str) -> ToolParam:
+    name, _, kind = text.partition(":")
+    name = name.strip()
+    return ToolParam(name=name.rstrip("?"), type=kind.strip() or "string", required=not name.endswith("?"))
+
+
 def program(*agents, entry: str = "main", tools: list[ToolDef] | None = None, root: str = "",
             language: Literal["adl", "abl"] = "adl") -> Program:
     """A program of `agents`, with what each `user` step reads its answer for filled in."""
@@ -259,5 +335,9 @@ def program(*agents, entry: str = "main", tools: list[ToolDef] | None = None, ro
     built = Program(language=language, entry=entry, agents={a.name: a for a in agents},
                     tools={t.name: t for t in tools or []})
     built.root = root
+    if language == "adl":  # conditions and messages are written as in ADL: so are its conventions
+        from frontdesk.lang.adl.conventions import apply_adl_conventions
+
+        apply_adl_conventions(built)
     annotate_listens(built)
     return built

@@ -9,65 +9,46 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field, model_validator
 
 from frontdesk.diagnostics import Span
 
-IR_VERSION = "2"
-
-
-class IRModel(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+IR_VERSION = "3"
 
 
 # ---------------------------------------------------------------------------
 # Expressions: already parsed and name-resolved, so the runtime never parses text.
+# The nodes live in frontdesk.ir.expr and are re-exported here.
 # ---------------------------------------------------------------------------
 
-
-class Lit(IRModel):
-    op: Literal["lit"] = "lit"
-    value: Any = None
-
-
-class Ref(IRModel):
-    """A value in a record: `scope` is an agent, tool or subflow name; `name` an argument of it.
-
-    Scope records also answer the pseudo-arguments `status`, `message`, `success` and `error`
-    after the agent, tool or subflow has finished.
-    """
-
-    op: Literal["ref"] = "ref"
-    scope: str
-    name: str
-
-
-class Compare(IRModel):
-    op: Literal["cmp"] = "cmp"
-    cmp: Literal["==", "!=", "<", ">", "<=", ">=", "in", "not in"]
-    left: "Expr"
-    right: "Expr"
-
-
-class BoolOp(IRModel):
-    op: Literal["and", "or"]
-    items: list["Expr"]
-
-
-class Not(IRModel):
-    op: Literal["not"] = "not"
-    item: "Expr"
-
-
-class Call(IRModel):
-    """A call of a built-in function from the evaluator's allow-list (e.g. `re.match`, `len`)."""
-
-    op: Literal["call"] = "call"
-    fn: str
-    args: list["Expr"] = Field(default_factory=list)
-
-
-Expr = Annotated[Union[Lit, Ref, Compare, BoolOp, Not, Call], Field(discriminator="op")]
+from frontdesk.ir.expr import (  # noqa: F401
+    Arith,
+    BoolOp,
+    Call,
+    Compare,
+    Each,
+    EachKind,
+    EachPart,
+    Expr,
+    ExprPart,
+    Get,
+    IfPart,
+    Implies,
+    IRModel,
+    IsSet,
+    ListLit,
+    Lit,
+    Local,
+    Neg,
+    Not,
+    ObjEntry,
+    ObjLit,
+    Ref,
+    RefSpace,
+    Template,
+    TemplatePart,
+    TextPart,
+)
 
 
 class ExprCondition(IRModel):
@@ -85,21 +66,6 @@ class ClaimsCondition(IRModel):
 
 
 Condition = Annotated[Union[ExprCondition, ClaimsCondition], Field(discriminator="kind")]
-
-
-class TextPart(IRModel):
-    text: str
-
-
-class RefPart(IRModel):
-    ref: Ref
-
-
-class Template(IRModel):
-    """Text with `${arg}` / `${agent.arg}` holes, split into literal and reference parts."""
-
-    source: str
-    parts: list[Union[TextPart, RefPart]] = Field(default_factory=list)
 
 
 # ---------------------------------------------------------------------------
@@ -152,6 +118,8 @@ class InvokeNode(NodeBase):
     target: str
     target_kind: Literal["agent", "tool", "subflow"]
     args: list[ArgValue] = Field(default_factory=list)
+    # the results record the call's status, message and values go to; None: the target's name
+    result: str | None = None
 
 
 class BranchCase(IRModel):
@@ -180,11 +148,33 @@ class JumpNode(NodeBase):
 class ReturnNode(NodeBase):
     kind: Literal["return"] = "return"
     status: Literal["success", "error"]
-    message: str = ""
+    message: Template | None = None  # the caller reads it as `agent.message`; may hold `${...}`
+
+
+class HandoffNode(NodeBase):
+    """Hand the conversation to another agent (ABL HANDOFF). With `resume` (RETURN: true) this agent
+    is suspended, its data and transcript kept, and comes back at `next` when that agent ends;
+    without, this agent ends here."""
+
+    kind: Literal["handoff"] = "handoff"
+    target: str
+    resume: bool = False
+    args: list[ArgValue] = Field(default_factory=list)  # values passed (CONTEXT.pass)
+    summary: Template | None = None  # said to the agent taking over (CONTEXT.summary)
+
+
+class EscalateNode(NodeBase):
+    """Hand the conversation to a person (ABL ESCALATE): the session's status becomes escalated."""
+
+    kind: Literal["escalate"] = "escalate"
+    reason: str = ""
+    priority: Literal["low", "medium", "high", "critical"] = "medium"
+    message: Template | None = None  # said to the user
 
 
 StepNode = Annotated[
-    Union[SayNode, ListenNode, AssignNode, InvokeNode, BranchNode, JumpNode, ReturnNode],
+    Union[SayNode, ListenNode, AssignNode, InvokeNode, BranchNode, JumpNode, ReturnNode, HandoffNode,
+          EscalateNode],
     Field(discriminator="kind"),
 ]
 
@@ -205,7 +195,18 @@ class ArgDef(IRModel):
     name: str
     description: str = ""
     type: str = "any"
+    # the session variable this argument is another name for (ADL `ref` bindings to a router's
+    # argument; ABL GATHER fields kept in shared session memory); None: its own, `agent.name`
+    bound_to: Ref | None = None
     span: Span | None = None
+
+
+class ToolOutput(IRModel):
+    """A value a tool returns that its caller keeps: the result's `field` is written to `target`
+    when the call succeeds."""
+
+    field: str
+    target: Ref
 
 
 class Policy(IRModel):
@@ -222,6 +223,8 @@ class AgentBase(IRModel):
     fallback: Policy | None = None
     exit: Policy | None = None
     setup: StepGraph | None = None  # steps run when the agent starts (llm / ensemble `steps`)
+    # per tool it calls: which values of a successful result the agent keeps, and where
+    tool_outputs: dict[str, list[ToolOutput]] = Field(default_factory=dict)
     span: Span | None = None
 
     def arg_names(self) -> list[str]:
@@ -247,10 +250,34 @@ class KnowledgeAgent(AgentBase):
     faq: list[FaqEntry] = Field(default_factory=list)
 
 
+class Delegation(IRModel):
+    """An agent a reasoning agent may call like a tool and get the result of (ABL DELEGATE): it pauses,
+    the other agent runs with `inputs`, and the loop goes on with what it returned."""
+
+    agent: str
+    purpose: str = ""
+    inputs: list[str] = Field(default_factory=list)  # arguments of `agent` the model fills
+    returns: dict[str, str] = Field(default_factory=dict)  # field -> type the result is expected to have
+    span: Span | None = None
+
+
+class Handoff(IRModel):
+    """An agent a reasoning agent may hand the conversation to (ABL HANDOFF), as a tool the model calls."""
+
+    agent: str
+    purpose: str = ""
+    resume: bool = False  # RETURN: true: come back to this agent when the other ends
+    passes: list[str] = Field(default_factory=list)  # this agent's arguments copied to the other's
+    span: Span | None = None
+
+
 class ReasoningAgent(AgentBase):
     kind: Literal["reasoning"] = "reasoning"
     instructions: str
     tools: list[str] = Field(default_factory=list)
+    delegates: list[Delegation] = Field(default_factory=list)
+    handoffs: list[Handoff] = Field(default_factory=list)
+    can_escalate: bool = False  # the model may hand the conversation to a person
     max_iterations: int = 8
 
 
@@ -297,12 +324,115 @@ class ToolParam(IRModel):
     description: str = ""
 
 
+class PythonBinding(IRModel):
+    """A function in one of the program's Python files (ADL's tools)."""
+
+    kind: Literal["python"] = "python"
+    module: str  # python file, relative to the program root
+    function: str
+
+
+_SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie", "x-api-key", "api-key", "apikey"})
+
+
+def is_secret_header(name: str) -> bool:
+    """Whether a request header carries a credential (its value must come from the environment)."""
+    low = name.strip().lower()
+    return low in _SECRET_HEADERS or low.endswith(("-token", "-secret", "-key", "_token", "_secret", "_key"))
+
+
+class HttpBinding(IRModel):
+    """An HTTP endpoint (ABL's tool library: `.tools.abl`).
+
+    `url`, the `headers` values, the `query` values and the strings inside `body` are templates:
+    `{param}` (or `{{param}}`) is the call's argument `param`, `{env.NAME}` (or `{{env.NAME}}`) the
+    environment variable NAME, read when the tool is called; other braces are kept as written. An
+    argument put into the url is percent-encoded; a string that is one hole alone takes the value
+    with its JSON type (`"{count}"` sends the number). A credential header (Authorization, X-API-Key,
+    ...) must take its secret from the environment, so the IR and the traces never hold it, and
+    results and error texts never show it.
+
+    `query` None: for GET and DELETE, the arguments the url does not use. `body` None: for POST,
+    PUT and PATCH, the arguments neither the url nor the query uses, as a JSON object. Only the
+    tool's declared parameters go out so (any argument when it declares none), and an argument
+    with no value (None) is left out. The response is the tool's value: JSON data when its content
+    type is JSON, else its text (None when empty); a status of 300 or more (redirects are not
+    followed) is an `http_status` error.
+    """
+
+    kind: Literal["http"] = "http"
+    method: Literal["GET", "POST", "PUT", "PATCH", "DELETE"] = "GET"
+    url: str
+    headers: dict[str, str] = Field(default_factory=dict)
+    query: dict[str, str] | None = None
+    body: Any = None
+    body_format: Literal["json", "form"] = "json"
+    timeout: float | None = None  # seconds; None: the program's `tools:` limit for the tool
+    max_response_bytes: int = 1_000_000  # a longer response is a `too_large` error
+
+    @model_validator(mode="after")
+    def _no_literal_secrets(self) -> "HttpBinding":
+        for name, value in self.headers.items():
+            if is_secret_header(name) and not any(mark in value for mark in ("{env.", "{{env.", "{{ env.")):
+                raise ValueError(f"header {name} holds a credential: take it from the environment, "
+                                 f"e.g. {name}: \"Bearer {{env.API_TOKEN}}\"")
+        return self
+
+
+class StubAnswer(IRModel):
+    """One answer of a stub: given when every argument in `when` has the value written there
+    (an empty `when` matches every call). `error` makes the call fail with that text."""
+
+    when: dict[str, Any] = Field(default_factory=dict)
+    value: Any = None
+    error: str | None = None
+
+
+class StubBinding(IRModel):
+    """A tool answered from a table (a tool declared before its implementation exists, or a test
+    double): the first answer whose `when` matches; with none, the call is a `not_found` error."""
+
+    kind: Literal["stub"] = "stub"
+    answers: list[StubAnswer] = Field(default_factory=list)
+
+
+ToolBinding = Annotated[Union[PythonBinding, HttpBinding, StubBinding], Field(discriminator="kind")]
+
+
 class ToolDef(IRModel):
+    """A tool: its contract (`params`, `returns`) and what answers a call (`binding`).
+
+    `returns` is a JSON schema of the value (`{}`: anything); a "value" tool whose value does not
+    fit it gives a `bad_result` error. `convention` says how the returned value is read: "value",
+    the value is the result; "adl", ADL's list of `{status, msg}` / `{bot}` / `{arg, value}` items
+    (read by the reader the ADL front end registers). `ToolDef(module="shop.py", ...)` is
+    shorthand for a Python binding to the function named like the tool, in the ADL convention.
+    """
+
     name: str
     description: str = ""
     params: list[ToolParam] = Field(default_factory=list)
-    module: str  # python file, relative to the program root
+    returns: dict[str, Any] = Field(default_factory=dict)
+    binding: ToolBinding = Field(default_factory=StubBinding)
+    convention: Literal["adl", "value"] = "value"
     span: Span | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _module_shorthand(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "module" in data:
+            data = dict(data)
+            module = data.pop("module")
+            if data.get("binding") is not None:
+                raise ValueError("give a tool either module or binding, not both")
+            data["binding"] = {"kind": "python", "module": module, "function": data.get("name")}
+            data.setdefault("convention", "adl")
+        return data
+
+    @property
+    def module(self) -> str | None:
+        """The Python file of a Python-bound tool (None for other bindings)."""
+        return self.binding.module if isinstance(self.binding, PythonBinding) else None
 
     def json_schema(self) -> dict:
         props = {}
@@ -377,5 +507,5 @@ class Program(IRModel):
         return self.agents[name]
 
 
-for _m in (Compare, BoolOp, Not, Call, ExprCondition, Assignment, ArgValue):
+for _m in (ExprCondition, Assignment, ArgValue):
     _m.model_rebuild()

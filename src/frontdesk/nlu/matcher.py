@@ -144,9 +144,9 @@ class EmbeddingUnderstanding:
 
 def _terms(text: str) -> list[str]:
     """Content words, stemmed; yes/no words say nothing about which task is meant."""
-    from frontdesk.runtime.knowledge import _bm25_tokenize  # one tokenizer for every keyword match
+    from frontdesk.runtime.retrieval.lexical import bm25_tokenize  # one tokenizer for every keyword match
 
-    return [t for t in _bm25_tokenize([text])[0] if t not in _POLAR_TERMS]
+    return [t for t in bm25_tokenize([text])[0] if t not in _POLAR_TERMS]
 
 
 _POLAR_TERMS = frozenset(_AFFIRMATIVE | _NEGATIVE_START | _NEGATION | {"please", "thank", "thanks", "right"})

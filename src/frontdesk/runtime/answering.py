@@ -10,7 +10,10 @@ from frontdesk.ir.models import KnowledgeAgent, Program
 from frontdesk.llm.base import LLMError
 from frontdesk.runtime import prompts
 from frontdesk.runtime.context import Outcome, TurnContext
+from frontdesk.runtime.events import EventLog, register_event_type
 from frontdesk.runtime.policies import policy_message
+from frontdesk.runtime.retrieval.fetch import Fetcher, HttpFetcher
+from frontdesk.runtime.retrieval.progress import ProgressCallback
 from frontdesk.runtime.state import Frame
 
 KB_HISTORY_MESSAGES = 6  # earlier messages a knowledge answer sees
@@ -22,14 +25,33 @@ PASSAGE_FLOOR = 0.5
 NOT_FOUND = "Sorry, I couldn't find information about that."
 
 
-class KnowledgeCache:
-    """Builds each knowledge agent's index once per process, on first use."""
+# A knowledge agent's index is built during the turn that first needs it: the build's progress
+# (sources read, texts embedded, see retrieval.progress) goes into that turn's events.
+register_event_type(
+    "knowledge_progress",
+    "progress of building a knowledge agent's index: a stage (load, embed, cached, done) and how far it is",
+    ("stage", "done", "total"),
+)
+# Per stage, an event when it starts, each time another tenth of it is done, and when it ends.
+PROGRESS_EVENT_STEPS = 10
 
-    def __init__(self, program: Program, fetch_urls: bool = True, embedder=None, progress: bool = False) -> None:
+
+class KnowledgeCache:
+    """Builds each knowledge agent's index once per process, on first use.
+
+    Web pages come from `fetcher` (default: over HTTP; `NoFetcher()` turns fetching off). With an
+    `embedder` retrieval is hybrid (BM25 + embeddings) and the index is cached on disk, in
+    `cache_dir` (default: the program folder's `.frontdesk/index`). `on_progress` hears every build's
+    progress (the CLI shows a bar); the turn that builds an index also records it as events.
+    """
+
+    def __init__(self, program: Program, fetcher: Fetcher | None = None, embedder=None,
+                 on_progress: ProgressCallback | None = None, cache_dir: Path | None = None) -> None:
         self.program = program
-        self.fetch_urls = fetch_urls
-        self.embedder = embedder  # with one, retrieval is hybrid (BM25 + embeddings) and cached on disk
-        self.progress = progress
+        self.fetcher: Fetcher = fetcher if fetcher is not None else HttpFetcher()
+        self.embedder = embedder
+        self.on_progress = on_progress
+        self.cache_dir = cache_dir
         self._indexes: dict = {}
         self._reported: set[tuple[str, str]] = set()
         self._lock = threading.Lock()
@@ -41,19 +63,53 @@ class KnowledgeCache:
             self._reported.update((agent, p) for p in fresh)
         return fresh
 
-    def index(self, agent: KnowledgeAgent):
-        from frontdesk.runtime.knowledge import KnowledgeIndex
+    def index(self, agent: KnowledgeAgent, on_progress: ProgressCallback | None = None):
+        """The agent's index, built now if this is its first use (`on_progress` hears that build too)."""
+        from frontdesk.runtime.retrieval.index import KnowledgeIndex
 
         with self._lock:
             if agent.name not in self._indexes:
                 root = Path(self.program.root or ".")
                 extra = {}
                 if self.embedder is not None:
-                    from frontdesk.runtime.knowledge import default_cache_dir
+                    from frontdesk.runtime.retrieval.cache import default_cache_dir
 
-                    extra = {"embedder": self.embedder, "cache_dir": default_cache_dir(root), "progress": self.progress}
-                self._indexes[agent.name] = KnowledgeIndex.build(agent, root, fetch_urls=self.fetch_urls, **extra)
+                    extra = {"embedder": self.embedder, "cache_dir": self.cache_dir or default_cache_dir(root)}
+                listeners = [c for c in (self.on_progress, on_progress) if c is not None]
+                self._indexes[agent.name] = KnowledgeIndex.build(
+                    agent, root, fetcher=self.fetcher, on_progress=_fan_out(listeners), **extra)
             return self._indexes[agent.name]
+
+
+def _fan_out(listeners: list[ProgressCallback]) -> ProgressCallback | None:
+    """One progress callback calling each of `listeners` (None when there are none)."""
+    if not listeners:
+        return None
+    if len(listeners) == 1:
+        return listeners[0]
+
+    def call_each(stage: str, done: int, total: int, label: str) -> None:
+        for listener in listeners:
+            listener(stage, done, total, label)
+
+    return call_each
+
+
+class ProgressEvents:
+    """A progress callback that records a build's progress as `knowledge_progress` events of a turn,
+    a few per stage (see PROGRESS_EVENT_STEPS) however many batches it takes."""
+
+    def __init__(self, log: EventLog, agent: str) -> None:
+        self.log = log
+        self.agent = agent
+        self._last: tuple[str, int] | None = None  # the stage and step of the last event
+
+    def __call__(self, stage: str, done: int, total: int, label: str) -> None:
+        step = PROGRESS_EVENT_STEPS if total <= 0 else min(PROGRESS_EVENT_STEPS, done * PROGRESS_EVENT_STEPS // total)
+        if self._last is not None and self._last[0] == stage and self._last[1] == step:
+            return
+        self._last = (stage, step)
+        self.log.emit("knowledge_progress", self.agent, stage=stage, done=done, total=total)
 
 
 class KnowledgeExecutor:
@@ -66,7 +122,7 @@ class KnowledgeExecutor:
             question = inp.take(frame, "question")
         else:  # called by another agent: it answers the user's latest message
             question = inp.text or ctx.last_user_message()
-        index = ctx.knowledge.index(agent)
+        index = ctx.knowledge.index(agent, ProgressEvents(ctx.log, agent.name))
         frame.started = True
         for problem in ctx.knowledge.unreported(agent.name, index.problems):
             ctx.log.emit("warning", agent.name, where="knowledge sources", message=problem)
@@ -105,7 +161,7 @@ class KnowledgeExecutor:
         ctx.say(agent.name, answer, frame)
         return Outcome.done("success", "answered from the sources")
 
-    def child_finished(self, frame: Frame, child: Frame, outcome: Outcome, ctx: TurnContext) -> None:
+    def child_finished(self, frame: Frame, child, ctx: TurnContext) -> None:
         pass
 
     def _no_answer(self, agent: KnowledgeAgent, frame: Frame, ctx: TurnContext, reason: str) -> Outcome:

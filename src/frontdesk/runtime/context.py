@@ -7,16 +7,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 from frontdesk.expr import evaluate, render_template
-from frontdesk.ir.models import Expr, FlowAgent, Program, Ref, Template
+from frontdesk.expr.evaluator import EvalEnv
+from frontdesk.ir.models import Expr, Program, Ref, RouterAgent, Template
 from frontdesk.llm.base import LLM, LLMError, LLMRequest, LLMResponse
 from frontdesk.nlu.base import Decision, Option, Thresholds, Understanding
 from frontdesk.runtime.events import EventLog
-from frontdesk.runtime.state import Frame, HistoryItem, SessionState
+from frontdesk.runtime.pipeline import PendingToolCall, Pipeline
+from frontdesk.runtime.state import Frame, HistoryItem, ResultRecord, SessionState, Thread
 from frontdesk.runtime.tools import ToolResult, ToolRunner
 
-STATUS_KEY = "__status"
-MESSAGE_KEY = "__message"
-PSEUDO_ARGS = ("success", "error", "status", "message")
 
 NO_LLM_MESSAGE = (
     "no LLM is configured: set FRONTDESK_LLM_BASE_URL (and FRONTDESK_LLM_API_KEY, FRONTDESK_LLM_MODEL) "
@@ -24,27 +23,81 @@ NO_LLM_MESSAGE = (
 )
 
 
+OutcomeKind = Literal["wait", "done", "call", "transfer", "yield", "escalate"]
+
+
 @dataclass
 class Outcome:
-    """What an executor's run left the frame in."""
+    """What an executor's run left its frame in; the engine acts on it.
 
-    kind: Literal["wait", "done", "push", "hand_back", "switch"]
+    - wait: the frame waits for the user's next message (the turn ends).
+    - done: the agent finished, with a status, a message and a value (its result); the frame that
+      called it gets them in `child_finished`.
+    - call: start `frame` above this one; this one gets the child's result when it ends.
+    - transfer: hand the conversation to `frame`: with `resume`, this frame's thread is suspended and
+      comes back when that agent ends (a handoff that returns); without, this frame ends.
+    - yield: step aside for the frame that started this one (its router): the user turned to another
+      agent (`reason` "switch", `target` that agent) or the agent gave the message back ("hand_back").
+      The thread is suspended and resumed later.
+    - escalate: hand the conversation to a person; the session's status becomes escalated.
+    """
+
+    kind: OutcomeKind
     status: str = "success"
     message: str = ""
-    frame: Frame | None = None  # for push
-    target: str | None = None  # for switch
+    value: dict[str, Any] | None = None  # done: what the agent returns to its caller
+    frame: Frame | None = None  # call / transfer: the frame to start
+    target: str | None = None  # yield with reason switch: the agent the user turned to
+    reason: str = ""  # yield: "switch" | "hand_back"; escalate: why
+    resume: bool = False  # transfer: come back to this frame when the other agent ends
 
     @staticmethod
-    def wait() -> "Outcome":
+    def wait() -> Outcome:
         return Outcome("wait")
 
     @staticmethod
-    def done(status: str = "success", message: str = "") -> "Outcome":
-        return Outcome("done", status=status, message=message)
+    def done(status: str = "success", message: str = "", value: dict[str, Any] | None = None) -> Outcome:
+        return Outcome("done", status=status, message=message, value=value)
 
     @staticmethod
-    def push(frame: Frame) -> "Outcome":
-        return Outcome("push", frame=frame)
+    def call(frame: Frame) -> Outcome:
+        return Outcome("call", frame=frame)
+
+    @staticmethod
+    def transfer(frame: Frame, resume: bool = False, message: str = "") -> Outcome:
+        return Outcome("transfer", frame=frame, resume=resume, message=message)
+
+    @staticmethod
+    def switch(target: str) -> Outcome:
+        return Outcome("yield", reason="switch", target=target)
+
+    @staticmethod
+    def hand_back(message: str = "") -> Outcome:
+        return Outcome("yield", reason="hand_back", message=message)
+
+    @staticmethod
+    def escalate(reason: str = "") -> Outcome:
+        return Outcome("escalate", reason=reason, message=reason)
+
+
+@dataclass(frozen=True)
+class ChildResult:
+    """What a caller learns of a child frame that ended or stepped aside: never the frame itself."""
+
+    agent: str
+    frame_id: str
+    graph: Literal["main", "setup"]
+    kind: OutcomeKind
+    status: str = "success"
+    message: str = ""
+    value: dict[str, Any] | None = None
+    reason: str = ""  # yield: "switch" | "hand_back"
+    target: str | None = None  # yield with reason switch: the agent the user turned to
+    thread: str | None = None  # yield: the thread it was suspended as (None: it ended)
+
+    @property
+    def setup(self) -> bool:
+        return self.graph == "setup"
 
 
 class TurnInput:
@@ -117,6 +170,8 @@ class TurnInput:
 class BotMessage:
     agent: str | None
     text: str
+    # the history item it was recorded as, kept in step when an output hook changes or drops it
+    item: HistoryItem | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass
@@ -126,11 +181,12 @@ class TurnContext:
     llm: LLM | None
     tools: ToolRunner
     log: EventLog
-    aliases: dict[tuple[str, str], tuple[str, str]]
     knowledge: Any  # KnowledgeCache
     understanding: Understanding | None = None
     option_cache: dict = field(default_factory=dict)  # per engine: options mined from the program
     memory: Any = None  # frontdesk.store.longterm.MemoryStore: what agents remember beyond the session
+    pipeline: Pipeline = field(default_factory=Pipeline)
+    eval_env: EvalEnv = field(default_factory=EvalEnv)  # clock and randomness of expressions
     said: list[BotMessage] = field(default_factory=list)
     input: TurnInput = field(default_factory=lambda: TurnInput(None))
 
@@ -138,6 +194,57 @@ class TurnContext:
         fid = f"f{self.state.next_frame}"
         self.state.next_frame += 1
         return fid
+
+    # ---- where a frame stands (the engine's knowledge; executors ask, never read other frames) ----
+
+    def _parent_frame(self, frame: Frame) -> Frame | None:
+        return next((f for f in self.state.stack if f.id == frame.parent), None) if frame.parent else None
+
+    def is_top(self, frame: Frame) -> bool:
+        return bool(self.state.stack) and self.state.stack[-1] is frame
+
+    def started_by_router(self, frame: Frame) -> RouterAgent | None:
+        """The router that started this (topmost) frame directly, if a router did."""
+        parent = self._parent_frame(frame) if self.is_top(frame) else None
+        if parent is None or parent.kind != "router":
+            return None
+        router = self.program.agents.get(parent.agent)
+        return router if isinstance(router, RouterAgent) else None
+
+    def router_below(self, frame: Frame) -> tuple[RouterAgent, list[str]] | None:
+        """The router under this (topmost) frame's chain of callers, and the agents of that chain
+        (the member the router started, the agents it called, ..., this one)."""
+        if not self.is_top(frame):
+            return None
+        chain = [frame.agent]
+        current = self._parent_frame(frame)
+        while current is not None and current.kind != "router":
+            chain.append(current.agent)
+            current = self._parent_frame(current)
+        if current is None:
+            return None
+        router = self.program.agents.get(current.agent)
+        return (router, chain) if isinstance(router, RouterAgent) else None
+
+    # ---- threads: suspended agents, kept by the engine -----------------------------
+
+    def thread(self, tid: str) -> Thread | None:
+        return self.state.threads.get(tid)
+
+    def threads_of(self, tids: list[str]) -> list[Thread]:
+        """The threads among `tids` that still exist (one may have been dropped), in that order."""
+        return [self.state.threads[t] for t in tids if t in self.state.threads]
+
+    def resume_thread(self, tid: str) -> Frame:
+        """Take a suspended thread out of the table and put its frames back on the stack, all but the
+        top one: the caller returns `Outcome.call(top)` so the engine starts it running."""
+        thread = self.state.threads.pop(tid)
+        for frame in thread.frames[:-1]:
+            self.state.stack.append(frame)
+        return thread.top
+
+    def drop_thread(self, tid: str) -> None:
+        self.state.threads.pop(tid, None)
 
     # ---- decisions -----------------------------------------------------------------
 
@@ -173,84 +280,140 @@ class TurnContext:
             self.log.emit("error", agent, where=f"{task} by embedding", message=f"{type(exc).__name__}: {exc}")
             return None
 
-    # ---- records -------------------------------------------------------------------
+    # ---- state: variables, results, system variables, memory ------------------------
 
     def _slot(self, scope: str, name: str) -> tuple[str, str]:
-        seen = 0
-        key = (scope, name)
-        while key in self.aliases and seen < 8:
-            key = self.aliases[key]
-            seen += 1
-        return key
+        """Where an agent's argument lives: its own variable, or the one it is bound to."""
+        agent = self.program.agents.get(scope)
+        if agent is not None:
+            arg = next((a for a in agent.args if a.name == name), None)
+            if arg is not None and arg.bound_to is not None:
+                return arg.bound_to.scope, arg.bound_to.name
+        return scope, name
 
-    def record_key(self, scope: str, agent: str | None) -> str:
-        """Records of a subflow are kept per agent: `agent/subflow`."""
-        if agent and scope not in self.program.agents:
-            owner = self.program.agents.get(agent)
-            if isinstance(owner, FlowAgent) and scope in owner.graph.subflows:
-                return f"{agent}/{scope}"
-        return scope
+    def result_of(self, scope: str) -> ResultRecord:
+        return self.state.results.setdefault(scope, ResultRecord())
 
-    def read(self, ref: Ref, agent: str | None = None) -> Any:
-        scope = self.record_key(ref.scope, agent)
-        if ref.name in PSEUDO_ARGS:
-            rec = self.state.records.get(scope, {})
-            status = rec.get(STATUS_KEY)
+    def system_value(self, name: str) -> Any:
+        state = self.state
+        if name == "now":
+            return self.eval_env.clock().isoformat()
+        return {"turn": state.turn, "session_id": state.session_id, "user_id": state.user_id,
+                "channel": state.channel, "status": state.status}.get(name)
+
+    def _memory_owner(self, scope: str) -> str:
+        if scope == "user":
+            return self.state.user_id
+        return self.state.program or "project" if scope == "project" else self.state.session_id
+
+    def read(self, ref: Ref, agent: str | None = None, frame: Frame | None = None) -> Any:
+        """The value a Ref names, in its space (see ir/expr.py: Ref)."""
+        space = ref.space
+        if space == "result":
+            record = self.state.results.get(ref.scope)
+            if record is None:
+                return False if ref.name in ("success", "error") else None
             if ref.name == "success":
-                return status == "success"
+                return record.status == "success"
             if ref.name == "error":
-                return status == "error"
-            if ref.name == "message":
-                return rec.get("message", rec.get(MESSAGE_KEY))
+                return record.status == "error"
             if ref.name == "status":
-                return rec["status"] if "status" in rec else status
-        scope, name = self._slot(scope, ref.name)
-        return self.state.records.get(scope, {}).get(name)
+                return record.values["status"] if "status" in record.values else record.status
+            if ref.name == "message":
+                return record.message
+            return record.values.get(ref.name)
+        if space == "system":
+            return self.system_value(ref.name)
+        if space == "memory":
+            if self.memory is None or (ref.scope == "user" and not self.state.user_id):
+                return None
+            return self.memory.get(ref.scope, self._memory_owner(ref.scope), ref.name)
+        if space == "local":
+            return frame.locals.get(ref.name) if frame is not None else None
+        scope, name = self._slot(ref.scope, ref.name)
+        return self.state.variables.get(scope, {}).get(name)
 
     def write(self, scope: str, name: str, value: Any, agent: str | None = None, why: str = "") -> None:
-        scope, name = self._slot(self.record_key(scope, agent), name)
-        rec = self.state.records.setdefault(scope, {})
-        if rec.get(name) != value or name not in rec:
-            rec[name] = value
+        """Set a session variable (an agent's argument, or what it is bound to)."""
+        scope, name = self._slot(scope, name)
+        variables = self.state.variables.setdefault(scope, {})
+        if variables.get(name) != value or name not in variables:
+            variables[name] = value
             self.log.emit("arg_set", agent, scope=scope, name=name, value=value, why=why)
 
+    def assign(self, target: Ref, value: Any, agent: str | None, frame: Frame | None = None, why: str = "set") -> None:
+        """Write `value` where `target` names: a variable, a frame-local value or persistent memory."""
+        if target.space == "var":
+            self.write(target.scope, target.name, value, agent, why=why)
+        elif target.space == "local" and frame is not None:
+            frame.locals[target.name] = value
+            self.log.emit("arg_set", agent, scope="local", name=target.name, value=value, why=why)
+        elif target.space == "memory" and self.memory is not None and \
+                (target.scope != "user" or self.state.user_id):
+            self.memory.put(target.scope, self._memory_owner(target.scope), target.name, value)
+            self.log.emit("arg_set", agent, scope=f"memory.{target.scope}", name=target.name, value=value, why=why)
+        else:
+            self.log.emit("warning", agent, where="assignment",
+                          message=f"{target.space} value {target.scope}.{target.name} cannot be set here")
+
     def set_status(self, scope: str, status: str, message: str = "") -> None:
-        rec = self.state.records.setdefault(scope, {})
-        rec[STATUS_KEY] = status
-        rec[MESSAGE_KEY] = message
+        record = self.result_of(scope)
+        record.status, record.message = status, message
 
     def clear_status(self, scope: str) -> None:
-        rec = self.state.records.setdefault(scope, {})
-        rec.pop(STATUS_KEY, None)
-        rec.pop(MESSAGE_KEY, None)
+        record = self.result_of(scope)
+        record.status, record.message = None, None
 
     def values(self, agent: str) -> dict[str, Any]:
         a = self.program.agents[agent]
         return {name: self.read(Ref(scope=agent, name=name), agent) for name in a.arg_names()}
 
-    def eval(self, expr: Expr, agent: str) -> Any:
-        return evaluate(expr, lambda ref: self.read(ref, agent))
+    def eval(self, expr: Expr, agent: str, frame: Frame | None = None) -> Any:
+        return evaluate(expr, lambda ref: self.read(ref, agent, frame), env=self.eval_env)
 
-    def render(self, template: Template, agent: str) -> str:
+    def render(self, template: Template, agent: str, frame: Frame | None = None) -> str:
         def missing(ref: Ref) -> None:
             self.log.emit("warning", agent, where="bot message",
                           message=f"${{{ref.scope}.{ref.name}}} has no value yet; the message shows a placeholder",
                           template=template.source)
 
-        return render_template(template, lambda ref: self.read(ref, agent), on_missing=missing)
+        def failed(expr, error) -> None:
+            self.log.emit("warning", agent, where="bot message", message=str(error), template=template.source)
+
+        return render_template(template, lambda ref: self.read(ref, agent, frame), on_missing=missing,
+                               env=self.eval_env, on_error=failed)
 
     # ---- conversation --------------------------------------------------------------
 
     def say(self, agent: str | None, text: str, frame: Frame | None = None) -> None:
+        """Draft a message to the user. It is buffered: the turn sends what the pipeline's
+        `output_ready` hooks leave of it (see send_output); agents see it in the history at once."""
         text = text.strip()
         if not text:
             return
-        self.said.append(BotMessage(agent, text))
-        self.state.history.append(HistoryItem(role="bot", text=text, agent=agent, turn=self.state.turn))
+        item = HistoryItem(role="bot", text=text, agent=agent, turn=self.state.turn)
+        self.said.append(BotMessage(agent, text, item))
+        self.state.history.append(item)
         self.log.emit("bot_message", agent, text=text)
         if frame is not None:
             frame.last_prompt = text
             frame.said_since_start = True
+
+    def send_output(self) -> list[BotMessage]:
+        """The turn's buffered messages after the `output_ready` hooks; the history keeps what is sent."""
+        sent = self.pipeline.output_ready(self, self.said)
+        kept = {id(m.item) for m in sent if m.item is not None}
+        for message in self.said:
+            if message.item is not None and id(message.item) not in kept and message.item in self.state.history:
+                self.state.history.remove(message.item)
+        for message in sent:
+            if message.item is None:
+                message.item = HistoryItem(role="bot", text=message.text, agent=message.agent, turn=self.state.turn)
+                self.state.history.append(message.item)
+            else:
+                message.item.text = message.text
+        self.said = sent
+        return sent
 
     def last_user_message(self) -> str:
         for item in reversed(self.state.history):
@@ -286,22 +449,24 @@ class TurnContext:
         return response
 
     def call_tool(self, tool: str, args: dict[str, Any], caller: str | None, frame: Frame | None) -> ToolResult:
+        pending = PendingToolCall(tool, dict(args), caller)
+        self.pipeline.before_tool(self, pending)
+        args = pending.args
         self.log.emit("tool_called", caller, tool=tool, args=args)
-        result = self.tools.call(tool, args)
+        result = pending.result if pending.result is not None else self.tools.call(tool, args)
+        result = self.pipeline.after_tool(self, pending, result)
         self.log.emit("tool_result", caller, tool=tool, status=result.status, message=result.message,
                       args=result.args, bot=result.bot, error=result.error,
                       **({"truncated": result.truncated} if result.truncated else {}))
-        rec = self.state.records.setdefault(tool, {})
-        rec.update(result.args)
-        self.set_status(tool, result.status, result.message)
-        rec["message"] = result.message
+        record = self.result_of(tool)
+        record.values.update(result.args)
+        record.status, record.message = result.status, result.message
         caller_agent = self.program.agents.get(caller) if caller else None
         if caller_agent is not None and result.status == "success" and not result.error:
-            # Only a tool that succeeded sets its caller's arguments: a value it rejected is not used.
-            own = set(caller_agent.arg_names())
-            for name, value in result.args.items():
-                if name in own:
-                    self.write(caller, name, value, caller, why=f"returned by {tool}")
+            # Only a tool that succeeded sets what its caller keeps of it: a value it rejected is not used.
+            for output in caller_agent.tool_outputs.get(tool, []):
+                if output.field in result.args:
+                    self.assign(output.target, result.args[output.field], caller, frame, why=f"returned by {tool}")
         for line in result.bot:
             self.say(caller, line, frame)
         if result.error:

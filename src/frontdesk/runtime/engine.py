@@ -3,27 +3,51 @@
 from __future__ import annotations
 
 import hashlib
+import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
+from datetime import UTC, datetime
+from random import Random, SystemRandom
 
-from frontdesk.ir.models import Program, RouterAgent
+from frontdesk.expr.evaluator import EvalEnv
+from frontdesk.ir.models import Program
 from frontdesk.llm.base import LLM
 from frontdesk.nlu.base import Understanding
 from frontdesk.runtime.answering import KnowledgeCache, KnowledgeExecutor
-from frontdesk.runtime.context import BotMessage, Outcome, TurnContext, TurnInput
-from frontdesk.runtime.events import Event, EventLog
+from frontdesk.runtime.context import (
+    BotMessage,
+    ChildResult,
+    Outcome,
+    TurnContext,
+    TurnInput,
+)
+from frontdesk.runtime.events import Event, EventLog, register_event_type
 from frontdesk.runtime.flow import FlowExecutor
+from frontdesk.runtime.pipeline import Pipeline
 from frontdesk.runtime.policies import KIND_OF, new_frame
 from frontdesk.runtime.reasoning import ReasoningExecutor
 from frontdesk.runtime.routing import RouterExecutor
-from frontdesk.runtime.state import Frame, HistoryItem, SessionState, bound_history, load_state
-from frontdesk.runtime.tools import PythonToolRunner, ToolRunner
+from frontdesk.runtime.state import (
+    THREAD_LIMIT,
+    FlowData,
+    Frame,
+    HistoryItem,
+    SessionState,
+    Thread,
+    bound_history,
+    load_state,
+)
+from frontdesk.runtime.tools import ProgramToolRunner, ToolRunner
 from frontdesk.store.base import SessionStore
 from frontdesk.store.longterm import DictMemoryStore, MemoryStore
 
 MAX_TRANSITIONS_PER_TURN = 1000
+ENDED_REPLY = "This conversation has ended. Please start a new one if you need anything else."
 LOOP_APOLOGY = "Sorry, I got stuck. Let's start over: how can I help you?"
+
+
+register_event_type("session_escalated", "an agent handed the conversation to a person", ("reason",))
 
 
 class SessionNotFound(LookupError):
@@ -43,43 +67,19 @@ def program_digest(program: Program) -> str:
     return hashlib.sha256(program.model_dump_json().encode()).hexdigest()[:16]
 
 
-def binding_aliases(program: Program) -> dict[tuple[str, str], tuple[str, str]]:
-    """Two-way (`ref`) bindings make a member's argument another name for the router's."""
-    aliases: dict[tuple[str, str], tuple[str, str]] = {}
-    for agent in program.agents.values():
-        if isinstance(agent, RouterAgent):
-            for member in agent.members:
-                for b in member.bindings:
-                    if b.two_way:
-                        aliases.setdefault((member.agent, b.member_arg), (agent.name, b.router_arg))
-    return aliases
-
-
-def number_frames(state: SessionState) -> None:
-    """Give frames stored before frames had ids one, so the turn's message can be offered to them."""
-    def visit(frame: Frame) -> None:
-        if not frame.id:
-            frame.id = f"f{state.next_frame}"
-            state.next_frame += 1
-        for child in [*frame.suspended, *frame.called]:
-            visit(child)
-
-    for frame in state.stack:
-        visit(frame)
-
-
 class Engine:
     """Runs conversations of one program. Everything it remembers between turns is in the store."""
 
     def __init__(self, program: Program, llm: LLM | None, store: SessionStore,
                  tools: ToolRunner | None = None, clock: Callable[[], float] | None = None,
-                 fetch_urls: bool = True, listener: Callable[[Event], None] | None = None,
-                 understanding: Understanding | None = None, embedder=None, progress: bool = False,
-                 memory: MemoryStore | None = None) -> None:
+                 listener: Callable[[Event], None] | None = None,
+                 understanding: Understanding | None = None, knowledge: KnowledgeCache | None = None,
+                 memory: MemoryStore | None = None, hooks: list[object] | None = None,
+                 random: Random | None = None) -> None:
         self.program = program
         self.llm = llm
         self.store = store
-        self.tools = tools or PythonToolRunner(program)
+        self.tools = tools or ProgramToolRunner(program)
         self.clock = clock
         # every event goes to each subscriber as it happens (the CLI's live trace, tests, exporters)
         self.subscribers: list[Callable[[Event], None]] = [listener] if listener else []
@@ -87,8 +87,14 @@ class Engine:
         # persistent memory (user, project and execution-tree facts); in-process unless one is given
         self.memory: MemoryStore = memory if memory is not None else DictMemoryStore()
         self.option_cache: dict = {}
-        self.knowledge = KnowledgeCache(program, fetch_urls=fetch_urls, embedder=embedder, progress=progress)
-        self.aliases = binding_aliases(program)
+        # what expressions read as NOW() and draw UNIQUE_ID() from: the engine's clock, and `random`
+        # (a seeded random.Random in tests)
+        self.eval_env = EvalEnv(clock=self._now, random=random or SystemRandom())
+        # hooks at the turn's interception points (input, tool calls, output, turn end): see pipeline.py
+        self.pipeline = Pipeline(hooks)
+        # knowledge agents' indexes, built on first use (the application wires its fetcher, embedder and
+        # progress display); by default web pages are fetched and retrieval is keyword-only
+        self.knowledge = knowledge if knowledge is not None else KnowledgeCache(program)
         self.digest = program_digest(program)
         self.executors = {
             "flow": FlowExecutor(),
@@ -97,11 +103,18 @@ class Engine:
             "knowledge": KnowledgeExecutor(),
         }
 
+    def _now(self) -> datetime:
+        return datetime.fromtimestamp(self.clock() if self.clock else time.time(), UTC)
+
     # ---- public API ----------------------------------------------------------------
 
     def subscribe(self, subscriber: Callable[[Event], None]) -> None:
         """Hand every event of every later turn to `subscriber` as it happens."""
         self.subscribers.append(subscriber)
+
+    def add_hook(self, hook: object) -> None:
+        """Attach a hook to the turn pipeline's interception points (see runtime/pipeline.py)."""
+        self.pipeline.add(hook)
 
     def start(self, session_id: str | None = None, program_label: str = "", user_id: str = "",
               channel: str = "") -> TurnResult:
@@ -120,21 +133,29 @@ class Engine:
         if raw is None:
             raise SessionNotFound(f"no session {session_id!r}")
         try:
-            state = load_state(raw)
+            state = load_state(raw, self.program.tools)
         except ValueError as exc:
             raise SessionNotFound(f"session {session_id!r} cannot be continued: {exc}") from exc
-        number_frames(state)
         state.turn += 1
         if state.status == "waiting":
             state.status = "active"
         ctx = self._context(state)
+        was_over = state.ended or not state.stack
         if state.program_digest != self.digest:
             self._adopt_program(ctx)
         text = text.strip()
+        incoming = self.pipeline.input_received(ctx, text)
+        text = incoming.text.strip()
         state.history.append(HistoryItem(role="user", text=text, turn=state.turn))
         ctx.log.emit("user_message", None, text=text)
+        if incoming.blocked is not None:
+            # An input hook (a guardrail) stopped the message: no agent sees it.
+            ctx.say(None, incoming.blocked)
+            return self._finish(ctx, drive=False)
         if state.ended or not state.stack:
             ctx.log.emit("warning", None, message="the conversation has ended; start a new session")
+            if was_over:
+                ctx.say(None, ENDED_REPLY)
             return self._finish(ctx)
         # The message belongs to the turn: the agent on top of the stack is offered it first.
         ctx.input = TurnInput(text, ctx.log)
@@ -145,12 +166,13 @@ class Engine:
         still exist in the new program, otherwise start the conversation over (history kept)."""
         state = ctx.state
         state.program_digest = self.digest
-        if all(self._frame_fits(f) for f in state.stack):
+        if all(self._frame_fits(f) for f in [*state.stack, *(f for t in state.threads.values() for f in t.frames)]):
             ctx.log.emit("warning", None, message="the program changed since the last turn; continuing")
             return
         ctx.log.emit("warning", None, message="the program changed and the session's position no longer "
                                               "exists in it; the conversation starts over")
         state.stack = [new_frame(ctx, self.program.entry)]
+        state.threads = {}
         state.ended = False
         self._drive(ctx)
 
@@ -160,28 +182,31 @@ class Engine:
             return False
         graph = agent.setup if frame.graph == "setup" else getattr(agent, "graph", None)
         nodes = graph.nodes if graph is not None else {}
-        positions = [frame.node, frame.last_listen, *frame.returns]
-        return all(p is None or p in nodes for p in positions) and \
-            all(self._frame_fits(f) for f in [*frame.suspended, *frame.called])
+        data = frame.data
+        positions = [data.node, data.last_listen, *data.returns] if isinstance(data, FlowData) else []
+        return all(p is None or p in nodes for p in positions)
 
     def load_state(self, session_id: str) -> SessionState | None:
         raw = self.store.load(session_id)
-        return load_state(raw) if raw is not None else None
+        return load_state(raw, self.program.tools) if raw is not None else None
 
     # ---- the loop ------------------------------------------------------------------
 
     def _context(self, state: SessionState) -> TurnContext:
         log = EventLog(state.event_seq, state.turn, clock=self.clock, subscribers=self.subscribers)
         return TurnContext(program=self.program, state=state, llm=self.llm, tools=self.tools, log=log,
-                           aliases=self.aliases, knowledge=self.knowledge, understanding=self.understanding,
-                           option_cache=self.option_cache, memory=self.memory)
+                           knowledge=self.knowledge, understanding=self.understanding, eval_env=self.eval_env,
+                           option_cache=self.option_cache, memory=self.memory, pipeline=self.pipeline)
 
-    def _finish(self, ctx: TurnContext) -> TurnResult:
-        self._drive(ctx)
+    def _finish(self, ctx: TurnContext, drive: bool = True) -> TurnResult:
+        if drive:
+            self._drive(ctx)
         state = ctx.state
         if ctx.input.is_open and ctx.input.passed:
             ctx.log.emit("step", None, action="the message was handled; nobody else took the rest of it",
                          passed=ctx.input.passed)
+        sent = ctx.send_output()
+        self.pipeline.turn_end(ctx)
         bound_history(state)
         if state.status == "active":
             state.status = "waiting"  # for the user's next message
@@ -189,7 +214,7 @@ class Engine:
         self.store.save_turn(state.session_id, state.model_dump(mode="json"),
                              [e.model_dump(mode="json") for e in ctx.log.events])
         active = next((f.agent for f in reversed(state.stack) if f.graph == "main"), None)
-        return TurnResult(state.session_id, ctx.said, ctx.log.events, state.ended, active)
+        return TurnResult(state.session_id, sent, ctx.log.events, state.ended, active)
 
     def _drive(self, ctx: TurnContext) -> None:
         stack = ctx.state.stack
@@ -203,22 +228,32 @@ class Engine:
             outcome = self.executors[frame.kind].run(frame, ctx)
             if outcome.kind == "wait":
                 return
-            if outcome.kind == "push":
+            if outcome.kind == "call":
                 assert outcome.frame is not None
-                stack.append(outcome.frame)
-                if outcome.frame.graph == "main" and not outcome.frame.started:
-                    ctx.log.emit("agent_started", outcome.frame.agent, by=frame.agent)
+                self._start(outcome.frame, frame.id, frame.agent, ctx)
                 continue
-            if outcome.kind in ("hand_back", "switch"):
-                frame = self._suspend_chain(frame, ctx)
+            if outcome.kind == "escalate":
+                self._escalate(frame, outcome, ctx)
+                return
+            if outcome.kind == "transfer":
+                self._transfer(frame, outcome, ctx)
+                continue
+            if outcome.kind == "yield":
+                thread = self._suspend_chain(frame, outcome, ctx)
+                base = thread.base if thread is not None else frame
+                result = self._result(base, outcome, thread, ctx)
             else:
                 stack.pop()
-            self._finished(frame, outcome, ctx)
+                frame.status = "done"
+                self._finished(frame, outcome, ctx)
+                result = self._result(frame, outcome, None, ctx)
+                if self._resume_handoff(frame, result, ctx):
+                    continue
             if stack:
                 parent = stack[-1]
-                self.executors[parent.kind].child_finished(parent, frame, outcome, ctx)
-                if outcome.kind == "done" and frame.graph == "main":
-                    self._apply_exit(frame, outcome, ctx)
+                self.executors[parent.kind].child_finished(parent, result, ctx)
+            if outcome.kind == "done" and frame.graph == "main":
+                self._apply_exit(frame, outcome, ctx)
         ctx.log.emit("error", None, where="engine",
                      message=f"{MAX_TRANSITIONS_PER_TURN} agent transitions in one turn: agents keep calling each other")
         ctx.say(None, LOOP_APOLOGY)
@@ -228,40 +263,127 @@ class Engine:
             ctx.input.state = "taken"
             stack[-1].waiting = True
 
-    def _suspend_chain(self, frame: Frame, ctx: TurnContext) -> Frame:
-        """An agent called by another (a flow's `call`) gave the message back: the router below them
-        must route it, so the caller and its callees step aside together and come back together.
-        Returns the bottom frame of what was taken off the stack, its callees kept in `called`."""
+    @staticmethod
+    def _result(frame: Frame, outcome: Outcome, thread: Thread | None, ctx: TurnContext) -> ChildResult:
+        """What the caller learns of a child: an agent that ended returns its value, by default the
+        values of its arguments (a call with a result)."""
+        value = outcome.value
+        if value is None and outcome.kind == "done" and frame.graph == "main":
+            value = {k: v for k, v in ctx.values(frame.agent).items() if v is not None}
+        return ChildResult(agent=frame.agent, frame_id=frame.id, graph=frame.graph, kind=outcome.kind,
+                           status=outcome.status, message=outcome.message, value=value,
+                           reason=outcome.reason, target=outcome.target,
+                           thread=thread.id if thread is not None else None)
+
+    def _start(self, child: Frame, parent_id: str | None, by: str, ctx: TurnContext) -> None:
+        if child.parent is None:  # a resumed frame keeps the caller it had
+            child.parent = parent_id
+        ctx.state.stack.append(child)
+        if child.graph == "main" and not child.started:
+            ctx.log.emit("agent_started", child.agent, by=by)
+
+    def _escalate(self, frame: Frame, outcome: Outcome, ctx: TurnContext) -> None:
+        """The agent hands the conversation to a person: the session says so and waits."""
+        ctx.state.status = "escalated"
+        ctx.log.emit("session_escalated", frame.agent, reason=outcome.reason)
+        if ctx.input.available_to(frame) or ctx.input.is_open:
+            ctx.input.state = "taken"
+        frame.waiting = True
+
+    def _transfer(self, frame: Frame, outcome: Outcome, ctx: TurnContext) -> None:
+        """A handoff: the other agent takes the conversation. With `resume`, this agent's thread is
+        suspended and comes back, transcript and data intact, when that agent ends."""
+        stack = ctx.state.stack
+        target = outcome.frame
+        assert target is not None
+        if outcome.resume:
+            frame.waiting = True
+            chain = self._take_chain(ctx)
+            thread = self._new_thread(chain, "handoff", ctx, resume_after=target.id)
+            parent = stack[-1].id if stack else None
+            ctx.log.emit("agent_suspended", frame.agent, by=f"handoff to {target.agent}", reason="handoff",
+                         thread=thread.id)
+        else:
+            stack.pop()
+            frame.status = "done"
+            parent = frame.parent
+            ctx.set_status(frame.agent, "success", outcome.message or f"handed off to {target.agent}")
+            ctx.log.emit("agent_finished", frame.agent, status="success", handed_off_to=target.agent,
+                         message=outcome.message)
+            for waiting in ctx.state.threads.values():
+                if waiting.resume_after == frame.id:  # whoever waited for this agent now waits for the next
+                    waiting.resume_after = target.id
+        self._start(target, parent, f"handoff from {frame.agent}", ctx)
+
+    def _resume_handoff(self, frame: Frame, result: ChildResult, ctx: TurnContext) -> bool:
+        """An agent that another handed the conversation to ended: the thread that handed off comes back."""
+        thread = next((t for t in ctx.state.threads.values() if t.resume_after == frame.id), None)
+        if thread is None:
+            return False
+        del ctx.state.threads[thread.id]
+        for resumed in thread.frames:
+            ctx.state.stack.append(resumed)
+        top = thread.top
+        ctx.log.emit("agent_resumed", top.agent, by=f"end of {frame.agent}", thread=thread.id)
+        self.executors[top.kind].child_finished(top, result, ctx)
+        return True
+
+    def _take_chain(self, ctx: TurnContext) -> list[Frame]:
+        """Take the top frame off the stack with the callers above the nearest router: they step aside
+        (and come back) together."""
+        stack = ctx.state.stack
+        below = max((i for i, f in enumerate(stack[:-1]) if f.kind == "router"), default=None)
+        start = len(stack) - 1 if below is None else below + 1
+        chain = stack[start:]
+        del stack[start:]
+        return chain
+
+    def _new_thread(self, chain: list[Frame], reason: str, ctx: TurnContext, owner: str | None = None,
+                    resume_after: str | None = None) -> Thread:
+        state = ctx.state
+        tid = f"t{state.next_thread}"
+        state.next_thread += 1
+        thread = Thread(id=tid, frames=chain, reason=reason, owner=owner, resume_after=resume_after,
+                        suspended_at=state.turn)
+        state.threads[tid] = thread
+        while len(state.threads) > THREAD_LIMIT:
+            oldest = next(iter(state.threads.values()))
+            del state.threads[oldest.id]
+            ctx.log.emit("agent_dropped", oldest.base.agent, by="engine",
+                         reason=f"more than {THREAD_LIMIT} interrupted tasks are kept")
+        return thread
+
+    def _suspend_chain(self, frame: Frame, outcome: Outcome, ctx: TurnContext) -> Thread | None:
+        """An agent stepped aside (the user turned to another agent, or it gave the message back):
+        it and the agents that called it since the router below are suspended together as a thread,
+        to come back together. With no router below, the agent just ends (None)."""
         stack = ctx.state.stack
         frame.waiting = True  # it comes back waiting for the user's next message
         below = max((i for i, f in enumerate(stack[:-1]) if f.kind == "router"), default=None)
-        if below is None or below == len(stack) - 2:
-            return stack.pop()
-        chain = stack[below + 1:]
-        del stack[below + 1:]
-        base = chain[0]
-        base.called = chain[1:]
-        ctx.log.emit("step", base.agent, action="steps aside with the agent it called",
-                     called=[f.agent for f in base.called])
-        return base
+        if below is None:
+            stack.pop()
+            return None
+        chain = self._take_chain(ctx)
+        if len(chain) > 1:
+            ctx.log.emit("step", chain[0].agent, action="steps aside with the agent it called",
+                         called=[f.agent for f in chain[1:]])
+        return self._new_thread(chain, outcome.reason or "switch", ctx, owner=stack[below].id)
 
     def _finished(self, frame: Frame, outcome: Outcome, ctx: TurnContext) -> None:
         if frame.graph == "setup":
             return
-        if outcome.kind == "done":
-            ctx.set_status(frame.agent, outcome.status, outcome.message)
-            ctx.log.emit("agent_finished", frame.agent, status=outcome.status, message=outcome.message)
-            if outcome.status == "success":
-                self._drop_interrupted(frame.agent, ctx)
-        # hand_back and switch suspend the frame; the router records that
+        ctx.set_status(frame.agent, outcome.status, outcome.message)
+        ctx.log.emit("agent_finished", frame.agent, status=outcome.status, message=outcome.message)
+        if outcome.status == "success":
+            self._drop_interrupted(frame.agent, ctx)
 
     def _drop_interrupted(self, agent: str, ctx: TurnContext) -> None:
         """A task completed: an interrupted run of the same agent is not brought back later."""
-        for holder in ctx.state.stack:
-            for paused in [f for f in holder.suspended if f.agent == agent]:
-                holder.suspended.remove(paused)
-                ctx.log.emit("agent_dropped", agent, by=holder.agent,
-                             reason="the same task was completed since it was interrupted")
+        for thread in [t for t in ctx.state.threads.values() if t.base.agent == agent and t.reason != "handoff"]:
+            del ctx.state.threads[thread.id]
+            owner = next((f.agent for f in ctx.state.stack if f.id == thread.owner), None)
+            ctx.log.emit("agent_dropped", agent, by=owner,
+                         reason="the same task was completed since it was interrupted")
 
     def _apply_exit(self, frame: Frame, outcome: Outcome, ctx: TurnContext) -> None:
         agent = self.program.agents[frame.agent]
@@ -270,5 +392,5 @@ class Engine:
             return
         if policy.kind == "agent" and policy.value in self.program.agents:
             ctx.log.emit("step", frame.agent, action="exit policy", agent=policy.value)
-            ctx.state.stack.append(new_frame(ctx, policy.value))
-            ctx.log.emit("agent_started", policy.value, by=f"exit policy of {frame.agent}")
+            parent = ctx.state.stack[-1].id if ctx.state.stack else None
+            self._start(new_frame(ctx, policy.value), parent, f"exit policy of {frame.agent}", ctx)

@@ -10,8 +10,10 @@ from frontdesk.ir.models import (
     AssignNode,
     BranchNode,
     ClaimsCondition,
+    EscalateNode,
     ExprCondition,
     FlowAgent,
+    HandoffNode,
     InvokeNode,
     JumpNode,
     ListenNode,
@@ -23,9 +25,15 @@ from frontdesk.llm.base import LLMError
 from frontdesk.nlu.base import Option
 from frontdesk.nlu.matcher import polarity
 from frontdesk.runtime import prompts
+from frontdesk.runtime.context import ChildResult, Outcome, TurnContext
 from frontdesk.runtime.options import claims_options
-from frontdesk.runtime.context import Outcome, TurnContext
-from frontdesk.runtime.policies import answers_yes_no, apply_fallback, few_words, new_frame, switch_candidates
+from frontdesk.runtime.policies import (
+    answers_yes_no,
+    apply_fallback,
+    few_words,
+    new_frame,
+    switch_candidates,
+)
 from frontdesk.runtime.state import Frame
 
 MAX_STEPS_PER_RUN = 500
@@ -46,14 +54,16 @@ class FlowExecutor:
             return Outcome.done()
         if not frame.started:
             frame.started = True
-            frame.node = graph.entry
+            frame.data.node = graph.entry
+        if frame.reask:
+            self._ask_again(frame, ctx, graph)
         for _ in range(MAX_STEPS_PER_RUN):
-            if frame.node is None:
-                if frame.returns:
+            if frame.data.node is None:
+                if frame.data.returns:
                     self._end_subflow(frame, ctx, "success", "")
                     continue
                 return self._pass_on_rest(frame, ctx, Outcome.done())
-            node = graph.nodes[frame.node]
+            node = graph.nodes[frame.data.node]
             outcome = self._step(node, frame, ctx, graph)
             if outcome is not None:
                 return self._pass_on_rest(frame, ctx, outcome)
@@ -74,13 +84,13 @@ class FlowExecutor:
         if outcome.kind == "done":
             return outcome
         frame.waiting = True
-        return Outcome("switch", target=inp.also)
+        return Outcome.switch(inp.also)
 
-    def child_finished(self, frame: Frame, child: Frame, outcome: Outcome, ctx: TurnContext) -> None:
+    def child_finished(self, frame: Frame, child: ChildResult, ctx: TurnContext) -> None:
         graph = graph_of(ctx, frame)
-        node = graph.nodes.get(frame.node) if graph and frame.node else None
+        node = graph.nodes.get(frame.data.node) if graph and frame.data.node else None
         if isinstance(node, InvokeNode) and node.target == child.agent:
-            frame.node = node.next
+            frame.data.node = node.next
             frame.waiting = False  # its next question is a new one: the message before it is no answer
         elif isinstance(node, ListenNode):
             frame.waiting = False  # after a fallback agent: listen again
@@ -90,15 +100,15 @@ class FlowExecutor:
     def _step(self, node, frame: Frame, ctx: TurnContext, graph: StepGraph) -> Outcome | None:
         agent = frame.agent
         if isinstance(node, SayNode):
-            ctx.say(agent, ctx.render(node.text, agent), frame)
-            frame.node = node.next
+            ctx.say(agent, ctx.render(node.text, agent, frame), frame)
+            frame.data.last_say = node.id
+            frame.data.node = node.next
         elif isinstance(node, ListenNode):
             return self._listen(node, frame, ctx, graph)
         elif isinstance(node, AssignNode):
             for a in node.assignments:
-                value = self._eval(a.value, frame, ctx)
-                ctx.write(a.target.scope, a.target.name, value, agent, why="set")
-            frame.node = node.next
+                ctx.assign(a.target, self._eval(a.value, frame, ctx), agent, frame)
+            frame.data.node = node.next
         elif isinstance(node, InvokeNode):
             return self._invoke(node, frame, ctx, graph)
         elif isinstance(node, BranchNode):
@@ -106,28 +116,64 @@ class FlowExecutor:
         elif isinstance(node, JumpNode):
             return self._jump(node, frame, ctx)
         elif isinstance(node, ReturnNode):
-            if frame.returns:
-                self._end_subflow(frame, ctx, node.status, node.message)
+            message = ctx.render(node.message, agent, frame) if node.message is not None else ""
+            if frame.data.returns:
+                self._end_subflow(frame, ctx, node.status, message)
             else:
-                return Outcome.done(node.status, node.message)
+                return Outcome.done(node.status, message)
+        elif isinstance(node, HandoffNode):
+            return self._handoff(node, frame, ctx)
+        elif isinstance(node, EscalateNode):
+            if node.message is not None:
+                ctx.say(agent, ctx.render(node.message, agent, frame), frame)
+            frame.data.node = node.next
+            ctx.log.emit("step", agent, action="escalate", reason=node.reason, priority=node.priority)
+            return Outcome.escalate(node.reason)
         return None
+
+    def _handoff(self, node: HandoffNode, frame: Frame, ctx: TurnContext) -> Outcome:
+        """Give the conversation to another agent, passing values; with `resume`, come back at `next`."""
+        args = {a.name: self._eval(a.value, frame, ctx) for a in node.args}
+        for name, value in args.items():
+            ctx.write(node.target, name, value, frame.agent, why=f"passed by {frame.agent}'s handoff")
+        summary = ctx.render(node.summary, frame.agent, frame) if node.summary is not None else ""
+        ctx.log.emit("step", frame.agent, action="handoff", agent=node.target, resume=node.resume,
+                     **({"summary": summary} if summary else {}))
+        frame.data.node = node.next
+        child = new_frame(ctx, node.target)
+        if ctx.input.taken_by(frame) or ctx.input.offered_to(frame):
+            ctx.input.offer(child, frame.agent)
+        return Outcome.transfer(child, resume=node.resume, message=summary)
+
+    @staticmethod
+    def _ask_again(frame: Frame, ctx: TurnContext, graph: StepGraph) -> None:
+        """Resumed after another agent: say the question it waits on again, with today's values."""
+        frame.reask = False
+        node = graph.nodes.get(frame.data.last_say) if frame.data.last_say else None
+        if node is None and frame.data.last_listen:  # a frame stored before `last_say` was kept
+            node = next((n for n in graph.nodes.values() if isinstance(n, SayNode) and n.next == frame.data.last_listen),
+                        None)
+        if isinstance(node, SayNode) and frame.waiting:
+            ctx.say(frame.agent, ctx.render(node.text, frame.agent, frame), frame)
+        elif frame.last_prompt:
+            ctx.say(frame.agent, frame.last_prompt, frame)
 
     def _eval(self, expr, frame: Frame, ctx: TurnContext) -> Any:
         try:
-            return ctx.eval(expr, frame.agent)
+            return ctx.eval(expr, frame.agent, frame)
         except EvalError as exc:
-            ctx.log.emit("warning", frame.agent, where=frame.node, message=str(exc))
+            ctx.log.emit("warning", frame.agent, where=frame.data.node, message=str(exc))
             return None
 
     def _end_subflow(self, frame: Frame, ctx: TurnContext, status: str, message: str) -> None:
-        name = frame.subflow_calls.pop() if frame.subflow_calls else None
-        if name:
-            ctx.set_status(ctx.record_key(name, frame.agent), status, message)
-        frame.node = frame.returns.pop()
+        key = frame.data.subflow_calls.pop() if frame.data.subflow_calls else None
+        if key:
+            ctx.set_status(key, status, message)
+        frame.data.node = frame.data.returns.pop()
 
     def _listen(self, node: ListenNode, frame: Frame, ctx: TurnContext, graph: StepGraph) -> Outcome | None:
-        frame.last_listen = node.id
-        if not frame.waiting and node.id in frame.extracted:
+        frame.data.last_listen = node.id
+        if not frame.waiting and node.id in frame.data.extracted:
             self._reject_earlier_answer(node, frame, ctx)
         inp = ctx.input
         if inp.available_to(frame) and frame.waiting:
@@ -141,14 +187,14 @@ class FlowExecutor:
         else:
             frame.waiting = True
             return Outcome.wait()
-        frame.decisions.clear()
-        frame.decided_by.clear()
+        frame.data.decisions.clear()
+        frame.data.decided_by.clear()
         outcome, answered = self._understand(node, frame, ctx, graph, tentative)
         if tentative and not answered:
             ctx.log.emit("step", frame.agent, action="the message that started the agent does not answer "
                                                    "its question; waiting", node=node.id)
-            frame.decisions.clear()
-            frame.decided_by.clear()
+            frame.data.decisions.clear()
+            frame.data.decided_by.clear()
             frame.waiting = True
             return Outcome.wait()
         if tentative:
@@ -156,7 +202,7 @@ class FlowExecutor:
         frame.waiting = False
         if outcome is not None:
             return outcome
-        frame.node = node.next
+        frame.data.node = node.next
         return None
 
     def _understand(self, node: ListenNode, frame: Frame, ctx: TurnContext, graph: StepGraph,
@@ -192,18 +238,18 @@ class FlowExecutor:
             extracted = self._apply_extracted(call.get("args"), extract, frame, ctx)
             if ask_choice:
                 choice = str(call.get("choice", prompts.NONE_CHOICE))
-                frame.decided_by[branch.id] = "llm"
+                frame.data.decided_by[branch.id] = "llm"
         if branch is None:
             return None, bool(extracted)
         choice = choice or prompts.NONE_CHOICE
         if choice.startswith("switch:") and choice[7:] in {s.name for s in switches}:
             frame.waiting = True  # resume here, at the question, after the other agent
             ctx.input.give_back(frame, f"the user turned to {choice[7:]}")
-            ctx.log.emit("route_decided", frame.agent, agent=choice[7:], by=f"understand ({frame.decided_by[branch.id]})",
+            ctx.log.emit("route_decided", frame.agent, agent=choice[7:], by=f"understand ({frame.data.decided_by[branch.id]})",
                          reason="the user changed topic")
-            return Outcome("switch", target=choice[7:]), True
+            return Outcome.switch(choice[7:]), True
         cases = {k for k, _ in claims_choices(branch)}
-        frame.decisions[branch.id] = choice if choice in cases else prompts.NONE_CHOICE
+        frame.data.decisions[branch.id] = choice if choice in cases else prompts.NONE_CHOICE
         also = str(call.get("also") or "") if ask_choice else ""
         if also in {s.name for s in switches} and also != frame.agent:
             ctx.input.also = also
@@ -213,10 +259,10 @@ class FlowExecutor:
     def _reject_earlier_answer(self, node: ListenNode, frame: Frame, ctx: TurnContext) -> None:
         """The flow came back to a question it already asked: the values read from the earlier
         answer were not good enough. They are cleared and never taken from the user again."""
-        for name, value in frame.extracted.pop(node.id).items():
+        for name, value in frame.data.extracted.pop(node.id).items():
             if ctx.values(frame.agent).get(name) == value:
                 ctx.write(frame.agent, name, None, frame.agent, why="asked again: the flow did not accept it")
-            rejected = frame.rejected.setdefault(name, [])
+            rejected = frame.data.rejected.setdefault(name, [])
             if value not in rejected:
                 rejected.append(value)
 
@@ -224,14 +270,14 @@ class FlowExecutor:
         if not extract or not isinstance(args, dict):
             return {}
         got = {k: v for k, v in args.items() if k in extract and v not in (None, "")}
-        refused = {k: v for k, v in got.items() if v in frame.rejected.get(k, [])}
+        refused = {k: v for k, v in got.items() if v in frame.data.rejected.get(k, [])}
         got = {k: v for k, v in got.items() if k not in refused}
         for name, value in got.items():
             ctx.write(frame.agent, name, value, frame.agent, why="extracted from the user's message")
         ctx.log.emit("args_extracted", frame.agent, args=got,
                      **({"refused": refused, "why": "the flow rejected these values before"} if refused else {}))
-        if got and frame.last_listen:
-            frame.extracted.setdefault(frame.last_listen, {}).update(got)
+        if got and frame.data.last_listen:
+            frame.data.extracted.setdefault(frame.data.last_listen, {}).update(got)
         return got
 
     def _choose_by_embedding(self, branch: BranchNode, switches, frame: Frame, ctx: TurnContext,
@@ -262,7 +308,7 @@ class FlowExecutor:
             by = "embedding" if decision.sure else (
                 "embedding (unsure about the message that started the agent: not an answer)" if tentative
                 else "embedding (unsure, no LLM to ask: none)")
-            frame.decided_by[branch.id] = by
+            frame.data.decided_by[branch.id] = by
             ctx.log.emit("step", frame.agent, action="claims decided by embedding", node=branch.id,
                          choice=choice or prompts.NONE_CHOICE, sure=decision.sure, best=decision.best,
                          score=round(decision.score, 3), margin=round(decision.margin, 3))
@@ -275,13 +321,14 @@ class FlowExecutor:
         args = {a.name: self._eval(a.value, frame, ctx) for a in node.args}
         if node.target_kind == "tool":
             ctx.call_tool(node.target, args, frame.agent, frame)
-            frame.node = node.next
+            frame.data.node = node.next
             return None
         if node.target_kind == "subflow":
-            frame.returns.append(node.next)
-            frame.subflow_calls.append(node.target)
-            ctx.clear_status(ctx.record_key(node.target, frame.agent))
-            frame.node = graph.subflows.get(node.target)
+            frame.data.returns.append(node.next)
+            key = node.result or node.target
+            frame.data.subflow_calls.append(key)
+            ctx.clear_status(key)
+            frame.data.node = graph.subflows.get(node.target)
             return None
         for name, value in args.items():
             ctx.write(node.target, name, value, frame.agent, why=f"argument of call from {frame.agent}")
@@ -289,15 +336,15 @@ class FlowExecutor:
         if ctx.input.offered_to(frame):
             # The message that started this agent, not yet used: the agent it calls first may use it.
             ctx.input.offer(child, frame.agent)
-        return Outcome.push(child)
+        return Outcome.call(child)
 
     def _branch(self, node: BranchNode, frame: Frame, ctx: TurnContext, graph: StepGraph) -> Outcome | None:
-        decision = frame.decisions.pop(node.id, None)
-        by = frame.decided_by.pop(node.id, "llm")
+        decision = frame.data.decisions.pop(node.id, None)
+        by = frame.data.decided_by.pop(node.id, "llm")
         has_claims = any(isinstance(c.condition, ClaimsCondition) for c in node.cases)
         if has_claims and decision is None:
             decision = self._choose_by_embedding(node, [], frame, ctx)
-            by = frame.decided_by.pop(node.id, "llm")
+            by = frame.data.decided_by.pop(node.id, "llm")
             if decision is None:
                 decision = self._decide_claims(node, frame, ctx)
         for index, case in enumerate(node.cases, start=1):
@@ -312,15 +359,15 @@ class FlowExecutor:
                 ctx.log.emit("condition_evaluated", frame.agent, node=node.id, condition=cond.source,
                              result=result, by=by, choice=decision)
             if result:
-                frame.fallbacks = 0
-                frame.node = case.target
+                frame.data.fallbacks = 0
+                frame.data.node = case.target
                 return None
         if node.otherwise is not None:
-            frame.node = node.otherwise
+            frame.data.node = node.otherwise
             return None
-        if has_claims and frame.last_listen:
+        if has_claims and frame.data.last_listen:
             return apply_fallback(ctx, frame, reason="no condition matched the user's message")
-        frame.node = node.next
+        frame.data.node = node.next
         return None
 
     def _decide_claims(self, node: BranchNode, frame: Frame, ctx: TurnContext) -> str:
@@ -336,16 +383,16 @@ class FlowExecutor:
         return str(call.get("choice", prompts.NONE_CHOICE))
 
     def _jump(self, node: JumpNode, frame: Frame, ctx: TurnContext) -> Outcome | None:
-        taken = frame.tries.get(node.id, 0)
+        taken = frame.data.tries.get(node.id, 0)
         if node.tries is not None and taken >= node.tries:
             ctx.log.emit("tries_exhausted", frame.agent, node=node.id, target=node.target_name, tries=node.tries)
-            frame.node = node.next
-            if node.next is None and not frame.returns:
+            frame.data.node = node.next
+            if node.next is None and not frame.data.returns:
                 return apply_fallback(ctx, frame, reason=f"gave up after {node.tries} tries", final=True)
             return None
-        frame.tries[node.id] = taken + 1
+        frame.data.tries[node.id] = taken + 1
         ctx.log.emit("jump", frame.agent, node=node.id, target=node.target_name, taken=taken + 1)
-        frame.node = node.target
+        frame.data.node = node.target
         return None
 
 

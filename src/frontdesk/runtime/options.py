@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+
 from frontdesk.ir.models import (
     BranchNode,
     ClaimsCondition,
@@ -110,7 +111,7 @@ def task_phrases(program: Program, agent: ReasoningAgent) -> list[str]:
 
 def knowledge_phrases(agent: KnowledgeAgent, root: Path) -> list[str]:
     """Headings and questions in a knowledge agent's local documents (web pages are not fetched)."""
-    from frontdesk.runtime.documents import load_source
+    from frontdesk.runtime.retrieval.sources import load_source
 
     phrases: list[str] = []
     for source in agent.sources:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 
-from frontdesk.ir.models import Agent, Policy, RouterAgent
+from frontdesk.ir.models import Agent, Policy
 from frontdesk.runtime.context import Outcome, TurnContext
-from frontdesk.runtime.state import Frame
+from frontdesk.runtime.state import FlowData, Frame
 
 KIND_OF = {"flow": "flow", "reasoning": "reasoning", "knowledge": "knowledge", "router": "router"}
 DEFAULT_FALLBACK = "Sorry, I didn't understand that. Could you rephrase it?"
@@ -44,18 +44,22 @@ def apply_fallback(ctx: TurnContext, frame: Frame, reason: str, final: bool = Fa
     """
     agent = ctx.program.agents[frame.agent]
     policy = agent.fallback
-    frame.fallbacks += 1
+    data: FlowData = frame.data  # type: ignore[assignment]
+    data.fallbacks += 1
     limit = ctx.program.settings.max_consecutive_fallbacks
     ctx.log.emit("fallback", frame.agent, reason=reason, policy=policy.model_dump() if policy else None,
-                 count=frame.fallbacks)
-    if policy is not None and policy.kind == "agent" and policy.value in ctx.program.agents and not final:
-        frame.node = frame.last_listen
-        return Outcome.push(new_frame(ctx, policy.value, offer_input_by=f"fallback policy of {frame.agent}"))
+                 count=data.fallbacks)
+    hands_over = policy is not None and policy.kind == "agent" and policy.value in ctx.program.agents
+    if final or data.fallbacks >= limit:
+        if not hands_over:
+            ctx.say(frame.agent, policy_message(policy))
+        return Outcome.done("error", reason if final else f"{data.fallbacks} fallbacks in a row")
+    if hands_over:
+        data.node = data.last_listen
+        return Outcome.call(new_frame(ctx, policy.value, offer_input_by=f"fallback policy of {frame.agent}"))
     ctx.say(frame.agent, policy_message(policy))
-    if final or frame.fallbacks >= limit:
-        return Outcome.done("error", reason if final else f"{frame.fallbacks} fallbacks in a row")
     # Back at the `user` step: the next message is the user's answer to the fallback.
-    frame.node = frame.last_listen
+    data.node = data.last_listen
     frame.waiting = True
     return Outcome.wait()
 
@@ -96,18 +100,15 @@ def shares_data(router, agent: str, other: str) -> bool:
 def clear_topic_switch(ctx: TurnContext, frame: Frame, message: str) -> str | None:
     """Another member of the router that started this agent, when the embedding model is sure
     the message is for it and not for the active agent; None otherwise (the agent handles it)."""
-    stack = ctx.state.stack
-    if ctx.understanding is None or len(stack) < 2 or stack[-1] is not frame:
+    if ctx.understanding is None:
         return None
     # The router below: the one that started this agent, or the one that started the flow that called
     # it (then caller and callee step aside together, see Engine._suspend_chain).
-    below = max((i for i, f in enumerate(stack[:-1]) if f.kind == "router"), default=None)
-    if below is None:
+    below = ctx.router_below(frame)
+    if below is None or not frame.said_since_start:
         return None
-    router = ctx.program.agents.get(stack[below].agent)
-    if not isinstance(router, RouterAgent) or not frame.said_since_start:
-        return None
-    chain = {f.agent for f in stack[below + 1:]}
+    router, callers = below
+    chain = set(callers)
     if few_words(message):
         ctx.log.emit("step", frame.agent, action="no topic switch: too few words to change the subject")
         return None
@@ -141,11 +142,8 @@ def clear_topic_switch(ctx: TurnContext, frame: Frame, message: str) -> str | No
 
 def switch_candidates(ctx: TurnContext, frame: Frame):
     """Other members of the router this frame was started by: where a topic switch may go."""
-    stack = ctx.state.stack
-    if len(stack) < 2 or stack[-1] is not frame or stack[-2].kind != "router":
-        return []
-    router = ctx.program.agents.get(stack[-2].agent)
-    if not isinstance(router, RouterAgent):
+    router = ctx.started_by_router(frame)
+    if router is None:
         return []
     return [ctx.program.agents[m.agent] for m in router.members
             if m.agent != frame.agent and m.agent in ctx.program.agents]

@@ -45,8 +45,8 @@ class Each:
 
     var: str
     iterable: str
-    shape: list["Part"]
-    items: list[list["Part"]] = field(default_factory=list)
+    shape: list[Part]
+    items: list[list[Part]] = field(default_factory=list)
 
 
 @dataclass
@@ -54,9 +54,9 @@ class Maybe:
     """Parts present only when `cond` holds (ACDL `If`)."""
 
     cond: str
-    shape: list["Part"]
+    shape: list[Part]
     present: bool = False
-    parts: list["Part"] = field(default_factory=list)
+    parts: list[Part] = field(default_factory=list)
 
 
 Part = Union[Fixed, Value, Each, Maybe]

@@ -12,11 +12,19 @@ from typing import TYPE_CHECKING, Any
 
 from frontdesk.ir.models import Agent, KnowledgeAgent, ReasoningAgent, ToolDef
 from frontdesk.llm.base import ChatMessage, LLMRequest, ToolSchema
-from frontdesk.runtime.promptplan import Each, Fixed, Maybe, Message, PromptPlan, Turns, Value
+from frontdesk.runtime.promptplan import (
+    Each,
+    Fixed,
+    Maybe,
+    Message,
+    PromptPlan,
+    Turns,
+    Value,
+)
 from frontdesk.runtime.state import HistoryItem
 
 if TYPE_CHECKING:
-    from frontdesk.runtime.knowledge import Passage
+    from frontdesk.runtime.retrieval.index import Passage
 
 NONE_CHOICE = "none"
 ROUTE_TOOL = "route"
@@ -27,6 +35,9 @@ HAND_BACK_TOOL = "hand_back"
 REST_FIELD = "rest"  # finish: what the message asks beyond the task (an agent outside a router)
 NEXT_FIELD = "next"  # finish: the agent beside it that the rest of the message is for
 TO_FIELD = "to"  # hand_back: the agent beside it that the message is for
+DELEGATE_PREFIX = "delegate_to_"  # + agent: call an agent and get its result (ABL DELEGATE)
+TRANSFER_PREFIX = "transfer_to_"  # + agent: hand the conversation over (ABL HANDOFF)
+ESCALATE_TOOL = "escalate_to_human"  # hand the conversation to a person (ABL ESCALATE)
 
 
 # A routing or understanding decision is about the latest message: the messages just before it (the
@@ -103,10 +114,10 @@ def understand_plan(agent: Agent, choices: list[tuple[str, list[str]]], switches
                     extract: list[str], history: list[HistoryItem], window: int) -> PromptPlan:
     about = f" ({agent.description})." if agent.description else "."
     asks_choice = bool(choices or switches)
-    case_line = lambda key, examples: Value(  # noqa: E731
+    case_line = lambda key, examples: Value(
         "sys.claims_examples", f"- {key}: the user says something like " + "; ".join(f'"{e}"' for e in examples),
         "[case]")
-    switch_line = lambda a: Value(  # noqa: E731
+    switch_line = lambda a: Value(
         "sys.agent_description", f"- switch:{a.name}: the user asks for something else: {a.description}", "[agent]")
     question = Fixed("CHOICE_QUESTION", "Which option matches the user's latest message?")
     none_option = Fixed("NONE_OPTION", f"- {NONE_CHOICE}: none of the above")
@@ -234,6 +245,23 @@ def reasoning_tools(agent: ReasoningAgent, tools: dict[str, ToolDef], others: li
         if tdef is not None:
             out.append(ToolSchema(name=name, description=tdef.description,
                                   parameters=_without_repeated_descriptions(tdef.json_schema(), seen)))
+    for d in agent.delegates:
+        out.append(ToolSchema(
+            name=DELEGATE_PREFIX + d.agent,
+            description=(d.purpose or f"Ask {d.agent} and get its answer.")
+            + (f" Returns: {', '.join(f'{k} ({v})' for k, v in d.returns.items())}." if d.returns else ""),
+            parameters={"type": "object", "properties": {name: {} for name in d.inputs}},
+        ))
+    for h in agent.handoffs:
+        out.append(ToolSchema(
+            name=TRANSFER_PREFIX + h.agent,
+            description=(h.purpose or f"Hand the conversation to {h.agent}.")
+            + (" You get it back when they are done." if h.resume else ""),
+            parameters={"type": "object", "properties": {}},
+        ))
+    if agent.can_escalate:
+        out.append(ToolSchema(name=ESCALATE_TOOL, description="Hand the conversation to a human colleague.",
+                              parameters={"type": "object", "properties": {"reason": {"type": "string"}}}))
     if agent.args:
         out.append(ToolSchema(
             name=SET_ARGS_TOOL,
@@ -301,7 +329,7 @@ def _compact(text: str) -> str:
     return "\n".join(line for line in lines if line)
 
 
-def render_passages(passages: list["Passage"]) -> str:
+def render_passages(passages: list[Passage]) -> str:
     """Numbered passages with their source names, as the model sees them."""
     if not passages:
         return "(no passages)"
@@ -316,7 +344,7 @@ def render_passages(passages: list["Passage"]) -> str:
 
 def build_answer_request(
     question: str,
-    passages: list["Passage"],
+    passages: list[Passage],
     history: list[ChatMessage],
     agent: KnowledgeAgent,
     history_limit: int = 6,

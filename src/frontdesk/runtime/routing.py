@@ -5,15 +5,14 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from frontdesk.ir.models import RouterAgent
-from frontdesk.nlu.matcher import polarity
+from frontdesk.ir.models import Ref, RouterAgent
 from frontdesk.llm.base import LLMError
+from frontdesk.nlu.matcher import polarity
 from frontdesk.runtime import prompts
-from frontdesk.runtime.context import Outcome, TurnContext
+from frontdesk.runtime.context import ChildResult, Outcome, TurnContext
 from frontdesk.runtime.policies import new_frame, policy_message, setup_frame
-from frontdesk.runtime.state import Frame
+from frontdesk.runtime.state import Frame, RouterData
 
-MAX_SUSPENDED = 4
 # A member suspended longer ago than this (in user turns) is not resumed unasked: the router offers it.
 STALE_AFTER_TURNS = 3
 ROUTE_APOLOGY = "Sorry, I'm having trouble right now. Could you say that again in a moment?"
@@ -36,14 +35,15 @@ def describe_agent(agent) -> str:
 class RouterExecutor:
     def run(self, frame: Frame, ctx: TurnContext) -> Outcome:
         router: RouterAgent = ctx.program.agents[frame.agent]  # type: ignore[assignment]
+        data: RouterData = frame.data  # type: ignore[assignment]
         if not frame.started:
             frame.started = True
             if router.setup is not None:
-                return Outcome.push(setup_frame(ctx, router))
+                return Outcome.call(setup_frame(ctx, router))
         if not ctx.input.is_open:
             return self._after_message(frame, ctx)
         frame.waiting = False
-        chosen = frame.decisions.pop("route", None) or ctx.input.also
+        chosen = data.decisions.pop("route", None) or ctx.input.also
         if chosen is not None and chosen == ctx.input.also:
             ctx.log.emit("route_decided", router.name, agent=chosen, by="the agent that read the message",
                          reason="the message also asks for this")
@@ -61,39 +61,31 @@ class RouterExecutor:
                 ctx.input.state = "taken"
                 return self._after_message(frame, ctx)
             return self._fallback(router, frame, ctx)
-        paused = next((f for f in reversed(frame.suspended) if chosen in (f.agent, *(c.agent for c in f.called))),
-                      None)
+        suspended = ctx.threads_of(data.suspended)
+        paused = next((t for t in reversed(suspended) if chosen in t.agents()), None)
         if paused is not None:
             # The user came back to an interrupted task: it takes the message where it stopped.
-            frame.suspended.remove(paused)
-            paused.offered = False
-            top = self._restore(paused, ctx)
-            ctx.log.emit("agent_resumed", top.agent, by=frame.agent)
+            data.suspended.remove(paused.id)
+            top = ctx.resume_thread(paused.id)
+            ctx.log.emit("agent_resumed", top.agent, by=frame.agent, thread=paused.id)
             ctx.input.offer(top, frame.agent)
-            return Outcome.push(top)
-        return Outcome.push(self._activate(router, chosen, ctx))
+            return Outcome.call(top)
+        return Outcome.call(self._activate(router, chosen, ctx))
 
-    @staticmethod
-    def _restore(paused: Frame, ctx: TurnContext) -> Frame:
-        """Put a suspended member back with the agents it had called above it; the top one runs."""
-        chain = [paused, *paused.called]
-        paused.called = []
-        ctx.state.stack.extend(chain[:-1])
-        return chain[-1]
-
-    def child_finished(self, frame: Frame, child: Frame, outcome: Outcome, ctx: TurnContext) -> None:
-        if child.graph == "setup":
+    def child_finished(self, frame: Frame, child: ChildResult, ctx: TurnContext) -> None:
+        data: RouterData = frame.data  # type: ignore[assignment]
+        if child.setup or child.kind != "yield" or child.thread is None:
             return
-        if outcome.kind in ("hand_back", "switch"):
-            # The member keeps its place: it resumes once the agent the user turned to is done.
-            child.waiting = True
-            child.suspended_at = ctx.state.turn
-            frame.suspended = [f for f in frame.suspended if f.agent != child.agent][-(MAX_SUSPENDED - 1):]
-            frame.suspended.append(child)
-            ctx.log.emit("agent_suspended", child.agent, by=frame.agent, reason=outcome.kind,
-                         switch_to=outcome.target)
-            if outcome.kind == "switch" and outcome.target:
-                frame.decisions["route"] = outcome.target
+        # The member keeps its place: it resumes once the agent the user turned to is done. A newer
+        # interruption of the same member replaces the older one.
+        for older in ctx.threads_of(data.suspended):
+            if older.base.agent == child.agent:
+                ctx.drop_thread(older.id)
+        data.suspended = [t for t in data.suspended if ctx.thread(t) is not None] + [child.thread]
+        ctx.log.emit("agent_suspended", child.agent, by=frame.agent, reason=child.reason,
+                     switch_to=child.target, thread=child.thread)
+        if child.reason == "switch" and child.target:
+            data.decisions["route"] = child.target
 
     # ---- internals -----------------------------------------------------------------
 
@@ -112,7 +104,7 @@ class RouterExecutor:
             return candidates[0].name
         names = [c.name for c in candidates]
         decision = ctx.embed_decide(ctx.input.text or "", ctx.agent_options(names), "route", router.name)
-        asked = frame.decisions.pop("clarify", None)
+        asked = frame.data.decisions.pop("clarify", None)
         if decision is not None and not decision.sure and not ctx.llm_classifies:
             if not asked and decision.choice is not None and decision.score >= LIKELY_SCORE \
                     and decision.margin >= LIKELY_MARGIN:
@@ -175,7 +167,7 @@ class RouterExecutor:
             ctx.log.emit("route_decided", router.name, agent=None, by="embedding (unsure, no LLM to ask)",
                          score=round(decision.score, 3))
             return None
-        frame.decisions["clarify"] = "|".join(top)
+        frame.data.decisions["clarify"] = "|".join(top)
         lines = [f"- {describe_agent(ctx.program.agents[n])}" for n in top]
         ctx.log.emit("step", router.name, action="clarifying question", candidates=top,
                      scores=[round(decision.scores[n], 3) for n in top])
@@ -186,14 +178,14 @@ class RouterExecutor:
         spec = next(m for m in router.members if m.agent == member)
         for b in spec.bindings:
             if not b.two_way:  # two-way bindings are aliases: nothing to copy
-                value = ctx.state.records.get(router.name, {}).get(b.router_arg)
+                value = ctx.read(Ref(scope=router.name, name=b.router_arg), router.name)
                 if value is not None:
                     ctx.write(member, b.member_arg, value, router.name, why=f"bound to {router.name}.{b.router_arg}")
         return new_frame(ctx, member, offer_input_by=router.name)
 
     def _after_message(self, frame: Frame, ctx: TurnContext) -> Outcome:
         """The user's message is dealt with: go back to an interrupted task, or wait."""
-        if frame.suspended:
+        if ctx.threads_of(frame.data.suspended):
             resumed = self._resume(frame, ctx)
             if resumed is not None:
                 return resumed
@@ -205,11 +197,13 @@ class RouterExecutor:
 
     def _resume(self, frame: Frame, ctx: TurnContext) -> Outcome | None:
         """Bring back the most recently interrupted task, unless it is stale: then offer it once."""
-        child = frame.suspended[-1]
+        data: RouterData = frame.data  # type: ignore[assignment]
+        data.suspended = [t for t in data.suspended if ctx.thread(t) is not None]
+        child = ctx.threads_of(data.suspended)[-1]
         if ctx.state.turn - child.suspended_at > STALE_AFTER_TURNS:
             if not child.offered:
                 child.offered = True
-                name = child.agent
+                name = child.base.agent
                 agent = ctx.program.agents.get(name)
                 what = (agent.description.strip().rstrip(".") if agent and agent.description.strip()
                         else name.replace("_", " "))
@@ -217,12 +211,11 @@ class RouterExecutor:
                              waited_turns=ctx.state.turn - child.suspended_at)
                 ctx.say(frame.agent, f"We can get back to what we left earlier whenever you like ({what}).", frame)
             return None
-        frame.suspended.pop()
-        top = self._restore(child, ctx)
-        ctx.log.emit("agent_resumed", top.agent, by=frame.agent)
-        if top.last_prompt:
-            ctx.say(top.agent, top.last_prompt, top)
-        return Outcome.push(top)
+        data.suspended.pop()
+        top = ctx.resume_thread(child.id)
+        ctx.log.emit("agent_resumed", top.agent, by=frame.agent, thread=child.id)
+        top.reask = True  # it asks its question again (with the values of now) when it runs
+        return Outcome.call(top)
 
     def _fallback(self, router: RouterAgent, frame: Frame, ctx: TurnContext) -> Outcome:
         policy = router.fallback
@@ -230,7 +223,7 @@ class RouterExecutor:
                      policy=policy.model_dump() if policy else None)
         if policy is not None and policy.kind == "agent" and policy.value in ctx.program.agents \
                 and policy.value not in ctx.input.passed:
-            return Outcome.push(new_frame(ctx, policy.value, offer_input_by=f"fallback policy of {router.name}"))
+            return Outcome.call(new_frame(ctx, policy.value, offer_input_by=f"fallback policy of {router.name}"))
         ctx.input.state = "taken"
         if ctx.said and ctx.said[-1].text == ROUTE_APOLOGY:
             frame.waiting = True

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from frontdesk.analysis import AnalysisCodes, analyze_program
 from frontdesk.analysis.listen import annotate_listens
+from frontdesk.lang.adl.conventions import apply_adl_conventions
 from frontdesk.diagnostics import Diagnostic, DiagnosticBag, Span
 from frontdesk.ir.models import Program
 
@@ -92,6 +93,7 @@ def _load_file(file_path: Path, shown: str, bag: DiagnosticBag) -> Program | Non
     program.sources = [file_path.resolve().relative_to(root).as_posix()]
     _apply_config(program, root, shown, bag)
     program.sources.extend(f for f in catalog.files if f not in program.sources)
+    apply_adl_conventions(program)
     annotate_listens(program)
     analyze_program(program, bag, ADL_ANALYSIS_CODES)
     return program

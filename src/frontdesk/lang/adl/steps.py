@@ -30,6 +30,7 @@ from frontdesk.ir.models import (
     SayNode,
     StepGraph,
     Template,
+    TextPart,
 )
 
 from . import codes
@@ -552,7 +553,21 @@ class StepLowering:
             hint = (f"did you mean '{guess}'? " if guess else "") + "write return: success, <message> or return: error, <message>"
             self.bag.error(codes.BAD_RETURN, f"return status must be 'success' or 'error', not '{status}'", value.span, hint)
             return None
-        return ReturnNode(id=unit.id, span=unit.item.span, next=None, status=status, message=message.strip())
+        return ReturnNode(id=unit.id, span=unit.item.span, next=None, status=status,
+                          message=self.return_message(message.strip(), value))
+
+    def return_message(self, text: str, value: YScalar) -> Template | None:
+        if not text:
+            return None
+        try:
+            template = parse_template(text, self.agent)
+        except TemplateSyntaxError as exc:
+            self.bag.error(codes.BAD_TEMPLATE, f"bad ${{...}} in the return message: {exc.message}", value.span,
+                           getattr(exc, "hint", None) or "write ${name} or ${agent.name}")
+            return Template(source=text, parts=[TextPart(text=text)])
+        for ref in template_refs(template):
+            self.scope.check_ref(ref, self.agent, value.span)
+        return template
 
     def required_text(self, item: YMap, keyword: str) -> YScalar | None:
         value = item.get(keyword)

@@ -8,9 +8,15 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from frontdesk.diagnostics import DiagnosticBag, SourceReadError, Span, read_source_bytes
-from frontdesk.ir.models import ToolDef, ToolParam
+from frontdesk.diagnostics import (
+    DiagnosticBag,
+    SourceReadError,
+    Span,
+    read_source_bytes,
+)
+from frontdesk.ir.models import PythonBinding, ToolDef, ToolParam
 
+from . import returns  # noqa: F401 - registers ADL's return convention with the runtime's tools
 from .codes import TOOL_CLASH, TOOL_FILE, TOOL_SYNTAX
 
 _ANNOTATION_TYPES = {
@@ -111,7 +117,7 @@ def _read_tool_file(path: Path, shown: str, relative: str, entry_span: Span | No
 
 
 def tool_from_function(func: ast.FunctionDef | ast.AsyncFunctionDef, module: str, shown: str) -> ToolDef:
-    """A ToolDef from a function's signature and docstring."""
+    """A ToolDef from a function's signature and docstring: a Python binding read in ADL's return convention."""
     docstring = ast.get_docstring(func) or ""
     arg_docs = docstring_arg_descriptions(docstring)
     params = [
@@ -128,7 +134,8 @@ def tool_from_function(func: ast.FunctionDef | ast.AsyncFunctionDef, module: str
         name=func.name,
         description=docstring_summary(docstring),
         params=params,
-        module=module,
+        binding=PythonBinding(module=module, function=func.name),
+        convention="adl",
         span=Span(file=shown, line=func.lineno, column=func.col_offset + 1),
     )
 

@@ -1,4 +1,4 @@
-"""Loading the documents behind a `kb agent` (files, folders, web pages) and cutting them into chunks."""
+"""Reading documents to text: one loader per file format, files and folders, and fetched web pages."""
 
 from __future__ import annotations
 
@@ -10,39 +10,17 @@ import os
 import re
 import warnings
 import zipfile
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 from xml.etree import ElementTree
 
-from frontdesk.ir.models import KnowledgeSource
+from frontdesk.runtime.retrieval.documents import Document
+from frontdesk.runtime.retrieval.fetch import MAX_DOWNLOAD_BYTES, FetchedPage
 
 # Files bigger than this are skipped with a problem instead of being read into memory.
 MAX_FILE_BYTES = 20 * 1024 * 1024
-# Web pages bigger than this are cut off with a problem.
-MAX_DOWNLOAD_BYTES = 10 * 1024 * 1024
 
 SUPPORTED_HINT = "use .txt, .md, .csv, .pdf, .html, .json or .docx"
-_USER_AGENT = "frontdesk-kb/0.1 (+knowledge-base loader)"
-
-
-@dataclass
-class Document:
-    """The text of one file or web page; `source` is the path (relative to the root) or the URL."""
-
-    text: str
-    source: str
-    title: str
-
-
-@dataclass
-class Chunk:
-    """A piece of a document small enough to retrieve and show to a model; `index` counts within the document."""
-
-    text: str
-    source: str
-    title: str
-    index: int
 
 
 class _LoadProblem(Exception):
@@ -167,7 +145,7 @@ def _load_pdf(data: bytes, name: str) -> tuple[str, str | None]:
             if reader.is_encrypted:
                 try:
                     unlocked = reader.decrypt("")
-                except Exception:
+                except Exception:  # noqa: BLE001 - an undecryptable file is said so below
                     unlocked = 0
                 if not unlocked:
                     raise _LoadProblem(f"could not read {name}: the PDF is password-protected")
@@ -178,11 +156,11 @@ def _load_pdf(data: bytes, name: str) -> tuple[str, str | None]:
             try:
                 if reader.metadata and reader.metadata.title:
                     title = str(reader.metadata.title).strip() or None
-            except Exception:
+            except Exception:  # noqa: BLE001 - a damaged title is no title
                 title = None
         except _LoadProblem:
             raise
-        except Exception as error:  # pypdf raises many kinds of errors for damaged files
+        except Exception as error:  # noqa: BLE001 - pypdf raises many kinds of errors for damaged files
             detail = str(error).strip() or type(error).__name__
             raise _LoadProblem(f"could not read {name}: the PDF is damaged or not a PDF ({detail})") from None
     finally:
@@ -308,7 +286,8 @@ def _looks_like_text(data: bytes) -> bool:
     return True
 
 
-def _load_file(path: Path, display: str) -> tuple[list[Document], list[str]]:
+def load_file(path: Path, display: str) -> tuple[list[Document], list[str]]:
+    """The document of one file, shown to the author as `display`, and its problems."""
     name = path.name
     suffix = path.suffix.lower()
     loader = _LOADERS.get(suffix)
@@ -335,14 +314,15 @@ def _load_file(path: Path, display: str) -> tuple[list[Document], list[str]]:
     return [Document(text=text, source=display, title=title or _title_from_name(name))], []
 
 
-def _display_path(path: Path, root: Path) -> str:
+def display_path(path: Path, root: Path) -> str:
     try:
         return path.relative_to(root).as_posix()
     except ValueError:
         return path.as_posix()
 
 
-def _load_directory(directory: Path, root: Path, location: str) -> tuple[list[Document], list[str]]:
+def load_directory(directory: Path, root: Path, location: str) -> tuple[list[Document], list[str]]:
+    """The documents of every file under `directory` (hidden ones skipped) in path order, and the problems."""
     documents: list[Document] = []
     problems: list[str] = []
     files: list[Path] = []
@@ -352,7 +332,7 @@ def _load_directory(directory: Path, root: Path, location: str) -> tuple[list[Do
     for path in sorted(files, key=lambda p: p.relative_to(directory).as_posix()):
         if not path.is_file():
             continue
-        found, trouble = _load_file(path, _display_path(path, root))
+        found, trouble = load_file(path, display_path(path, root))
         documents.extend(found)
         problems.extend(trouble)
     if not documents:
@@ -365,69 +345,16 @@ def _load_directory(directory: Path, root: Path, location: str) -> tuple[list[Do
 # ---------------------------------------------------------------------------
 
 
-def normalise_url(location: str) -> str:
-    """`www.example.com/help` -> `https://www.example.com/help`; URLs with a scheme are kept."""
-    location = location.strip()
-    if re.match(r"^[a-zA-Z][a-zA-Z0-9+.\-]*://", location):
-        return location
-    if location.startswith("//"):
-        return "https:" + location
-    return "https://" + location
-
-
-def _connect_reason(error: Exception) -> str:
-    text = str(error)
-    lowered = text.lower()
-    if "refused" in lowered:
-        return "connection refused"
-    if any(s in lowered for s in ("name or service not known", "nodename nor servname", "name resolution", "getaddrinfo")):
-        return "the host name could not be resolved"
-    if "unreachable" in lowered:
-        return "the network is unreachable"
-    return text or type(error).__name__
-
-
-def _load_url(location: str, timeout: float) -> tuple[list[Document], list[str]]:
-    import httpx
-
-    url = normalise_url(location)
-    if not url.lower().startswith(("http://", "https://")):
-        return [], [f"could not fetch {location}: only http:// and https:// addresses are supported"]
-    try:
-        with httpx.Client(
-            follow_redirects=True, timeout=timeout, headers={"User-Agent": _USER_AGENT}
-        ) as client:
-            with client.stream("GET", url) as response:
-                if response.status_code >= 400:
-                    phrase = response.reason_phrase or ""
-                    return [], [f"could not fetch {url}: the server answered {response.status_code} {phrase}".rstrip()]
-                body = bytearray()
-                truncated = False
-                for piece in response.iter_bytes():
-                    body.extend(piece)
-                    if len(body) > MAX_DOWNLOAD_BYTES:
-                        truncated = True
-                        break
-                content_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
-                charset = response.charset_encoding
-                final_url = str(response.url)
-    except httpx.TimeoutException:
-        return [], [f"could not fetch {url}: no answer within {timeout:g} seconds (is the machine online?)"]
-    except httpx.ConnectError as error:
-        return [], [f"could not fetch {url}: {_connect_reason(error)} (is the machine online?)"]
-    except httpx.TooManyRedirects:
-        return [], [f"could not fetch {url}: too many redirects"]
-    except (httpx.InvalidURL, httpx.UnsupportedProtocol) as error:
-        return [], [f"could not fetch {location}: not a valid web address ({error})"]
-    except httpx.HTTPError as error:
-        return [], [f"could not fetch {url}: {error or type(error).__name__}"]
-    except Exception as error:  # anything odd in the network stack is a problem, not a crash
-        return [], [f"could not fetch {url}: {error or type(error).__name__}"]
-
+def load_page(page: FetchedPage, location: str) -> tuple[list[Document], list[str]]:
+    """The document of a fetched page, read by its content type (or its address's suffix), and its problems."""
+    url = page.url
+    final_url = page.final_url or url
+    content_type = page.content_type
+    charset = page.charset
     problems = []
-    if truncated:
+    if page.truncated:
         problems.append(f"{url} is larger than {MAX_DOWNLOAD_BYTES // (1024 * 1024)} MB; only the start was read")
-    data = bytes(body)
+    data = bytes(page.data)
     path_suffix = Path(final_url.split("?")[0].split("#")[0]).suffix.lower()
     if content_type in ("text/html", "application/xhtml+xml") or (not content_type and path_suffix in (".html", ".htm", "")):
         loader = _load_html
@@ -457,162 +384,3 @@ def _load_url(location: str, timeout: float) -> tuple[list[Document], list[str]]
     if not text.strip():
         return [], problems + [f"skipped {url}: the page has no text"]
     return [Document(text=text, source=location, title=title or url)], problems
-
-
-# ---------------------------------------------------------------------------
-# Entry point
-# ---------------------------------------------------------------------------
-
-
-def load_source(
-    source: KnowledgeSource, root: Path, fetch_urls: bool = True, timeout: float = 5.0
-) -> tuple[list[Document], list[str]]:
-    """Read one `sources:` entry into documents; problems are sentences for the author, never exceptions."""
-    root = Path(root)
-    location = source.location
-    try:
-        if source.kind == "url":
-            if not fetch_urls:
-                return [], [f"did not fetch {location}: fetching web pages is turned off"]
-            return _load_url(location, timeout)
-        if source.path is None:
-            return [], [f"{location}: not found (looked in {root})"]
-        path = root / source.path
-        if path.is_dir():
-            return _load_directory(path, root, location)
-        if path.is_file():
-            return _load_file(path, _display_path(path, root))
-        return [], [f"{location}: not found (looked for {path})"]
-    except Exception as error:  # last line of defence: bad input must never crash the bot
-        return [], [f"could not load {location}: {error or type(error).__name__}"]
-
-
-# ---------------------------------------------------------------------------
-# Chunking
-# ---------------------------------------------------------------------------
-
-_HEADING_LINE = re.compile(r"^\s{0,3}#{1,6}\s+\S")
-_SENTENCE_END = re.compile(r"(?<=[.!?…])[\"')\]]*\s+")
-
-
-def _split_paragraphs(text: str) -> list[str]:
-    """Blank-line separated blocks; a Markdown heading line always starts a new block."""
-    blocks: list[str] = []
-    current: list[str] = []
-    for line in text.split("\n"):
-        if not line.strip():
-            if current:
-                blocks.append("\n".join(current))
-                current = []
-            continue
-        if _HEADING_LINE.match(line) and current:
-            blocks.append("\n".join(current))
-            current = []
-        current.append(line)
-    if current:
-        blocks.append("\n".join(current))
-    return blocks
-
-
-def _split_words(text: str, max_chars: int) -> list[str]:
-    pieces: list[str] = []
-    current = ""
-    for word in text.split():
-        while len(word) > max_chars:  # a single "word" longer than a chunk: the only hard cut
-            if current:
-                pieces.append(current)
-                current = ""
-            pieces.append(word[:max_chars])
-            word = word[max_chars:]
-        if not current:
-            current = word
-        elif len(current) + 1 + len(word) <= max_chars:
-            current += " " + word
-        else:
-            pieces.append(current)
-            current = word
-    if current:
-        pieces.append(current)
-    return pieces
-
-
-def _split_sentences(text: str) -> list[str]:
-    sentences = []
-    for line in text.split("\n"):
-        for sentence in _SENTENCE_END.split(line.strip()):
-            if sentence.strip():
-                sentences.append(sentence.strip())
-    return sentences
-
-
-def _units(paragraph: str, max_chars: int) -> list[str]:
-    """Pieces of a paragraph no longer than `max_chars`: the paragraph, else sentences, else words."""
-    if len(paragraph) <= max_chars:
-        return [paragraph]
-    units: list[str] = []
-    for sentence in _split_sentences(paragraph):
-        if len(sentence) <= max_chars:
-            units.append(sentence)
-        else:
-            units.extend(_split_words(sentence, max_chars))
-    return units
-
-
-def _tail(text: str, overlap: int) -> str:
-    """The end of `text`, at most `overlap` characters, starting at a sentence or word boundary."""
-    if overlap <= 0 or not text:
-        return ""
-    if len(text) <= overlap:
-        return text
-    window = text[-overlap:]
-    sentence_start = re.search(r"[.!?]\s+(\S)", window)
-    if sentence_start:
-        return window[sentence_start.start(1):].strip()
-    space = re.search(r"\s", window)
-    if space is None:
-        return ""
-    return window[space.end():].strip()
-
-
-def chunk_documents(docs: list[Document], max_chars: int = 800, overlap: int = 100) -> list[Chunk]:
-    """Cut documents into chunks of at most `max_chars` characters.
-
-    Paragraphs (blank lines, Markdown headings) are kept whole and small ones packed together;
-    longer ones split by sentence, then by word. A chunk that continues the previous one's text
-    starts with up to `overlap` characters of it. Words are never cut unless one alone exceeds
-    `max_chars`.
-    """
-    if max_chars < 20:
-        raise ValueError("max_chars must be at least 20")
-    overlap = max(0, min(overlap, max_chars // 2))
-    chunks: list[Chunk] = []
-    for doc in docs:
-        pieces: list[str] = []
-        current = ""
-        current_is_heading_only = False
-        for paragraph in _split_paragraphs(doc.text):
-            is_heading = bool(_HEADING_LINE.match(paragraph)) and "\n" not in paragraph
-            starts_section = bool(_HEADING_LINE.match(paragraph))
-            units = _units(paragraph, max_chars)
-            for position, unit in enumerate(units):
-                separator = "\n\n" if position == 0 else " "
-                if position == 0 and starts_section and current and not current_is_heading_only:
-                    pieces.append(current)  # a new section starts a new chunk, without overlap
-                    current = ""
-                if not current:
-                    current = unit
-                elif len(current) + len(separator) + len(unit) <= max_chars:
-                    current += separator + unit
-                else:
-                    pieces.append(current)
-                    carried = _tail(current, overlap)
-                    if carried and len(carried) + len(separator) + len(unit) <= max_chars:
-                        current = carried + separator + unit
-                    else:
-                        current = unit
-                current_is_heading_only = is_heading and current == unit
-        if current:
-            pieces.append(current)
-        for index, piece in enumerate(pieces):
-            chunks.append(Chunk(text=piece, source=doc.source, title=doc.title, index=index))
-    return chunks
