@@ -599,6 +599,39 @@ def interpolation_builder(tmp_path: Path) -> Program:
     )
 
 
+# ---- threads: handoffs that come back, delegation (no ADL syntax: ABL gives these forms) ----------
+
+
+def handoff_return_builder(tmp_path: Path) -> Program:
+    return b.program(
+        b.flow("main", [b.call("desk")]),
+        b.router("desk", ["booking", "hours"], setup=[b.say("Hello.")]),
+        b.flow("booking", [
+            b.say("Which date?"), b.listen(),
+            b.set_(date='"Friday"'),
+            b.handoff("payment", resume=True, amount="120"),
+            b.say("Booked for ${date}, paid: ${payment.paid}."),
+            b.ret("success"),
+        ], description="Books a room.", args=["date"]),
+        b.flow("payment", [
+            b.say("Pay ${amount}? (yes/no)"), b.listen(),
+            b.set_(paid="True"),
+            b.ret("success"),
+        ], description="Takes payments.", args=["amount", "paid"]),
+        b.flow("hours", [b.say("We open at 9."), b.ret("success")], description="Opening hours."),
+        root=str(tmp_path),
+    )
+
+
+def delegation_builder(tmp_path: Path) -> Program:
+    return b.program(
+        b.reasoning("main", "Answer questions about orders.", args=["order_id"],
+                    delegates=[("lookup", ["order_id"])]),
+        b.flow("lookup", [b.set_(state='"shipped"'), b.ret("success")], args=["order_id", "state"]),
+        root=str(tmp_path),
+    )
+
+
 # ---- the registry --------------------------------------------------------------------------------
 
 FORMS: dict[str, dict[str, Factory]] = {
@@ -627,6 +660,8 @@ FORMS: dict[str, dict[str, Factory]] = {
         "exit_end": exit_end_builder,
         "main_exit": main_exit_builder,
         "interpolation": interpolation_builder,
+        "handoff_return": handoff_return_builder,
+        "delegation": delegation_builder,
     },
 }
 BEHAVIOURS = sorted({name for programs in FORMS.values() for name in programs})
