@@ -83,9 +83,9 @@ def compiled(tmp_path):
 
 
 def refs_in(node):
-    from frontdesk.lang.adl.conventions import _refs
+    from frontdesk.ir.walk import refs_in
 
-    return list(_refs(node))
+    return list(refs_in(node))
 
 
 def test_the_adl_front_end_says_which_scope_each_reference_reads(tmp_path):

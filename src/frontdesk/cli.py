@@ -61,13 +61,13 @@ def _print_diagnostics(diags: list[Diagnostic], show_info: bool = False) -> None
         err.print(Text(format_all(shown)))
 
 
-def _load_program(program_path: str):
+def _load_program(program_path: str, entry: str | None = None):
     """`load_program`, with a path the OS refuses outright (e.g. a name over 255 bytes) as a diagnostic."""
     from frontdesk.diagnostics import Span
     from frontdesk.lang import load_program
 
     try:
-        return load_program(program_path)
+        return load_program(program_path, entry=entry)
     except (OSError, ValueError) as exc:
         reason = "the file name is too long" if getattr(exc, "errno", None) == errno.ENAMETOOLONG \
             else (getattr(exc, "strerror", None) or str(exc))
@@ -75,8 +75,8 @@ def _load_program(program_path: str):
                                  Severity.ERROR, hint="check the path")]
 
 
-def _load(program_path: str, quiet_warnings: bool = False):
-    program, diags = _load_program(program_path)
+def _load(program_path: str, quiet_warnings: bool = False, entry: str | None = None):
+    program, diags = _load_program(program_path, entry)
     errors = [d for d in diags if d.is_error]
     if errors or program is None:
         _print_diagnostics(diags)
@@ -103,9 +103,10 @@ def check(
     program: str = typer.Argument(..., help="A program file or the folder that holds it."),
     output_format: str = typer.Option("text", "--format", help="text or json"),
     show_info: bool = typer.Option(False, "--info", help="Also show informational notes."),
+    entry: Optional[str] = typer.Option(None, "--entry", help="ABL: the agent a conversation starts with."),
 ) -> None:
-    """Report every problem in a program with file, line, column, code and hint."""
-    prog, diags = _load_program(program)
+    """Report every problem in a program (ADL or ABL) with file, line, column, code and hint."""
+    prog, diags = _load_program(program, entry)
     errors = sum(1 for d in diags if d.is_error)
     warnings = sum(1 for d in diags if d.severity is Severity.WARNING)
     if output_format == "json":
@@ -123,9 +124,10 @@ def check(
 def compile_(
     program: str = typer.Argument(..., help="A program file or the folder that holds it."),
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write the IR here instead of stdout."),
+    entry: Optional[str] = typer.Option(None, "--entry", help="ABL: the agent a conversation starts with."),
 ) -> None:
     """Print the program's IR as JSON."""
-    prog, _ = _load(program, quiet_warnings=True)
+    prog, _ = _load(program, quiet_warnings=True, entry=entry)
     text = without_secrets(prog).model_dump_json(indent=2)
     if output:
         output.write_text(text + "\n", encoding="utf-8")

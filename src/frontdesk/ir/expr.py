@@ -227,3 +227,26 @@ class Template(IRModel):
 for _m in (Get, Compare, BoolOp, Not, Implies, IsSet, Arith, Neg, Call, ListLit, ObjEntry, ObjLit, Each,
            ExprPart, EachPart, IfPart, Template):
     _m.model_rebuild()
+
+
+# ---------------------------------------------------------------------------
+# Conditions: an expression, or natural language the user's message is matched against
+# ---------------------------------------------------------------------------
+
+
+class ExprCondition(IRModel):
+    kind: Literal["expr"] = "expr"
+    source: str
+    expr: Expr
+
+
+class ClaimsCondition(IRModel):
+    """A natural-language condition: the user's last message says one of `examples`."""
+
+    kind: Literal["claims"] = "claims"
+    source: str
+    examples: list[str]
+
+
+Condition = Annotated[ExprCondition | ClaimsCondition, Field(discriminator="kind")]
+

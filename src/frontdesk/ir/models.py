@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import Field, model_validator
 
 from frontdesk.diagnostics import Span
+from frontdesk.ir.behaviour import AgentRules
 
 IR_VERSION = "3"
 
@@ -25,11 +26,14 @@ from frontdesk.ir.expr import (  # noqa: F401
     Arith,
     BoolOp,
     Call,
+    ClaimsCondition,
     Compare,
+    Condition,
     Each,
     EachKind,
     EachPart,
     Expr,
+    ExprCondition,
     ExprPart,
     Get,
     IfPart,
@@ -51,21 +55,6 @@ from frontdesk.ir.expr import (  # noqa: F401
 )
 
 
-class ExprCondition(IRModel):
-    kind: Literal["expr"] = "expr"
-    source: str
-    expr: Expr
-
-
-class ClaimsCondition(IRModel):
-    """A natural-language condition: the user's last message says one of `examples`."""
-
-    kind: Literal["claims"] = "claims"
-    source: str
-    examples: list[str]
-
-
-Condition = Annotated[Union[ExprCondition, ClaimsCondition], Field(discriminator="kind")]
 
 
 # ---------------------------------------------------------------------------
@@ -120,6 +109,7 @@ class InvokeNode(NodeBase):
     args: list[ArgValue] = Field(default_factory=list)
     # the results record the call's status, message and values go to; None: the target's name
     result: str | None = None
+    bind: Ref | None = None  # where the call's whole result value is also kept (ABL CALL ... AS x)
 
 
 class BranchCase(IRModel):
@@ -225,6 +215,8 @@ class AgentBase(IRModel):
     setup: StepGraph | None = None  # steps run when the agent starts (llm / ensemble `steps`)
     # per tool it calls: which values of a successful result the agent keeps, and where
     tool_outputs: dict[str, list[ToolOutput]] = Field(default_factory=dict)
+    # what it declares besides its steps (ABL GATHER, MEMORY, CONSTRAINTS, ...): ir/behaviour.py
+    rules: AgentRules | None = None
     span: Span | None = None
 
     def arg_names(self) -> list[str]:
@@ -297,6 +289,11 @@ class ArgBinding(IRModel):
 class RouterMember(IRModel):
     agent: str
     bindings: list[ArgBinding] = Field(default_factory=list)
+    # when to route here, in words (ABL HANDOFF WHEN), and words that say it (ABL INTENT(...))
+    description: str = ""
+    examples: list[str] = Field(default_factory=list)
+    resume: bool = True  # an interrupted run of it comes back (ABL RETURN: true)
+    passes: list[str] = Field(default_factory=list)  # values handed over (ABL CONTEXT.pass)
     span: Span | None = None
 
 
@@ -304,6 +301,7 @@ class RouterAgent(AgentBase):
     kind: Literal["router"] = "router"
     members: list[RouterMember]
     instructions: str | None = None
+    default: str | None = None  # the member a message no rule fits goes to (ABL ROUTING DEFAULT)
 
 
 Agent = Annotated[

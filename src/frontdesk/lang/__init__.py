@@ -10,11 +10,19 @@ from frontdesk.ir.models import Program
 __all__ = ["load_program"]
 
 
-def load_program(path: str | Path) -> tuple[Program | None, list[Diagnostic]]:
-    """Load a program: an ADL .yml/.yaml file or a folder holding one; anything else is FD001."""
+def load_program(path: str | Path, entry: str | None = None) -> tuple[Program | None, list[Diagnostic]]:
+    """Load a program: an ADL .yml/.yaml file or a folder holding one, or an ABL project (a folder of
+    .agent.abl / .agent.yaml / .tools.abl files, or one such file); anything else is FD001."""
+    from frontdesk.lang.abl.compiler import load_abl
+    from frontdesk.lang.abl.documents import is_abl_file
     from frontdesk.lang.adl import load_adl
 
     given = Path(path)
+    if given.is_file() and is_abl_file(given):
+        return load_abl(given, entry=entry)
+    if given.is_dir() and not any((given / n).is_file() for n in ("agents.yml", "agents.yaml")) and \
+            any(is_abl_file(p) for p in given.rglob("*") if p.is_file()):
+        return load_abl(given, entry=entry)
     if given.is_dir() or given.suffix.lower() in (".yml", ".yaml"):
         return load_adl(given)
     return None, [
@@ -23,6 +31,7 @@ def load_program(path: str | Path) -> tuple[Program | None, list[Diagnostic]]:
             f"unsupported program file '{given.name}'",
             Span(file=str(path)),
             Severity.ERROR,
-            hint="pass an ADL program: a .yml/.yaml file or a folder holding agents.yml",
+            hint="pass an ADL program (a .yml file or a folder holding agents.yml) or an ABL project "
+                 "(.agent.abl / .agent.yaml files, or a folder of them)",
         )
     ]

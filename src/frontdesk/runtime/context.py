@@ -298,6 +298,8 @@ class TurnContext:
         state = self.state
         if name == "now":
             return self.eval_env.clock().isoformat()
+        if name == "input":  # the user's message of this turn
+            return self.input.text if self.input.text is not None else self.last_user_message()
         return {"turn": state.turn, "session_id": state.session_id, "user_id": state.user_id,
                 "channel": state.channel, "status": state.status}.get(name)
 

@@ -320,7 +320,12 @@ class FlowExecutor:
     def _invoke(self, node: InvokeNode, frame: Frame, ctx: TurnContext, graph: StepGraph) -> Outcome | None:
         args = {a.name: self._eval(a.value, frame, ctx) for a in node.args}
         if node.target_kind == "tool":
-            ctx.call_tool(node.target, args, frame.agent, frame)
+            result = ctx.call_tool(node.target, args, frame.agent, frame)
+            if node.result and node.result != node.target:
+                ctx.state.results[node.result] = ctx.result_of(node.target).model_copy(deep=True)
+            if node.bind is not None:
+                ctx.assign(node.bind, result.value if result.value is not None else dict(result.args),
+                           frame.agent, frame, why=f"result of {node.target}")
             frame.data.node = node.next
             return None
         if node.target_kind == "subflow":

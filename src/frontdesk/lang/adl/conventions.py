@@ -15,10 +15,6 @@ instead, and this pass says which one each reference means:
 
 from __future__ import annotations
 
-from typing import Any
-
-from pydantic import BaseModel
-
 from frontdesk.ir.models import (
     FlowAgent,
     InvokeNode,
@@ -29,6 +25,7 @@ from frontdesk.ir.models import (
     StepGraph,
     ToolOutput,
 )
+from frontdesk.ir.walk import refs_in
 
 RESULT_NAMES = ("status", "message", "success", "error")
 
@@ -45,7 +42,7 @@ def apply_adl_conventions(program: Program) -> Program:
             for node in graph.nodes.values():
                 if isinstance(node, InvokeNode) and node.target_kind == "subflow" and node.result is None:
                     node.result = f"{agent.name}/{node.target}"
-            for ref in _refs(graph):
+            for ref in refs_in(graph):
                 _place(ref, agent.name, subflows, tools, program)
         _tool_outputs(agent, program)
     return program
@@ -56,21 +53,6 @@ def _graphs(agent) -> list[StepGraph]:
     if isinstance(agent, FlowAgent):
         graphs.append(agent.graph)
     return graphs
-
-
-def _refs(node: Any):
-    """Every Ref inside an IR value (expressions, templates, assignments, nested)."""
-    if isinstance(node, Ref):
-        yield node
-    elif isinstance(node, BaseModel):
-        for name in type(node).model_fields:
-            yield from _refs(getattr(node, name))
-    elif isinstance(node, (list, tuple)):
-        for item in node:
-            yield from _refs(item)
-    elif isinstance(node, dict):
-        for item in node.values():
-            yield from _refs(item)
 
 
 def _place(ref: Ref, agent: str, subflows: set[str], tools: set[str], program: Program) -> None:

@@ -1,0 +1,542 @@
+"""The ABL front end: a project of ABL documents compiled to the shared IR, with diagnostics.
+
+A project is a folder (or a list of files): every `.agent.abl` / `.agent.yaml` agent and supervisor,
+`.tools.abl` tool library and `.behavior_profile.abl` profile in it compiles together. An agent
+without FLOW lowers to a ReasoningAgent, one with FLOW to a FlowAgent (its REASONING steps to
+reasoning agents it calls), a SUPERVISOR to a RouterAgent. What an agent declares beyond that
+(GATHER, MEMORY, CONSTRAINTS, ...) goes to `AgentBase.rules` (ir/behaviour.py).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from frontdesk.diagnostics import Diagnostic, DiagnosticBag, Span, did_you_mean
+from frontdesk.ir.behaviour import AgentRules
+from frontdesk.ir.models import (
+    Agent,
+    ArgDef,
+    Delegation,
+    FlowAgent,
+    Handoff,
+    HttpBinding,
+    Program,
+    ReasoningAgent,
+    Ref,
+    RouterAgent,
+    RouterMember,
+    StubBinding,
+    ToolDef,
+    ToolParam,
+)
+
+from . import codes
+from .context import SESSION, Names, SectionContext
+from .documents import Document, is_abl_file, read_document
+from .outline import Node
+
+MAX_FILES = 500
+_ROUTE = re.compile(r"^\s*INTENT\s*\((?P<words>[^)]*)\)\s*->\s*(?P<target>\S+)\s*$", re.IGNORECASE)
+_DEFAULT = re.compile(r"^\s*DEFAULT\s*->\s*(?P<target>\S+)\s*$", re.IGNORECASE)
+_PROTOCOL = re.compile(r"^\s*FROM\s+(?P<src>\S+)\s+TO\s+(?P<dst>[^:\s]+)\s*:?\s*$", re.IGNORECASE)
+_USE_PROFILE = re.compile(r"^\s*USE\s+BEHAVIOR_PROFILE\s*:\s*(?P<name>\S+)\s*$", re.IGNORECASE)
+
+
+def abl_files(path: Path) -> list[Path]:
+    if path.is_dir():
+        return sorted(p for p in path.rglob("*") if p.is_file() and is_abl_file(p))[:MAX_FILES]
+    return [path]
+
+
+def load_abl(paths: Path | list[Path], entry: str | None = None) -> tuple[Program | None, list[Diagnostic]]:
+    """Compile the ABL project at `paths` (a folder, a file, or a list of files)."""
+    bag = DiagnosticBag()
+    given = paths if isinstance(paths, list) else [paths]
+    files: list[Path] = []
+    for p in given:
+        p = Path(p)
+        if not p.exists():
+            bag.error(codes.READ_ERROR, f"{p} does not exist", Span(file=str(p)))
+            continue
+        files += abl_files(p)
+    if given and not files and not bag.has_errors:
+        bag.error(codes.READ_ERROR, f"no ABL file in {given[0]}", Span(file=str(given[0])),
+                  hint="ABL files end in .agent.abl, .agent.yaml, .tools.abl or .behavior_profile.abl")
+    root = Path(given[0]) if given and Path(given[0]).is_dir() else (Path(given[0]).parent if given else Path("."))
+    docs = [d for d in (read_document(f, str(f), bag) for f in files) if d is not None]
+    program = compile_documents(docs, bag, entry=entry, root=root)
+    return program, bag.items
+
+
+def compile_documents(docs: list[Document], bag: DiagnosticBag, entry: str | None = None,
+                      root: Path | None = None) -> Program | None:
+    names = Names()
+    agents_docs: dict[str, Document] = {}
+    for doc in docs:
+        if doc.kind in ("agent", "supervisor") and doc.name:
+            if doc.name in agents_docs:
+                first = agents_docs[doc.name]
+                bag.error(codes.DUPLICATE_NAME, f"agent {doc.name} is defined twice", doc.header.span if doc.header else None,
+                          hint=f"the first is in {first.shown}")
+                continue
+            agents_docs[doc.name] = doc
+        elif doc.kind == "profile" and doc.name:
+            names.profiles.add(doc.name)
+    names.agents = set(agents_docs)
+    tools: dict[str, ToolDef] = {}
+    for doc in docs:
+        if doc.kind == "tools":
+            for tool in compile_tool_library(doc, bag, names):
+                tools[tool.name] = tool
+    names.tools = set(tools)
+    program_agents: dict[str, Agent] = {}
+    for name, doc in agents_docs.items():
+        for agent in compile_agent(doc, bag, names, tools):
+            program_agents[agent.name] = agent
+    if not agents_docs:
+        if not bag.has_errors and docs:
+            bag.error(codes.NO_ENTRY, "the project has no agent", Span(file=docs[0].shown))
+        return None
+    chosen = _entry(agents_docs, program_agents, entry, bag)
+    if chosen is None:
+        return None
+    program = Program(language="abl", entry=chosen, agents=program_agents, tools=tools,
+                      sources=[_relative(d.path, root) for d in docs])
+    program.root = str(root.resolve()) if root is not None else ""
+    return program
+
+
+def _relative(path: Path, root: Path | None) -> str:
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix() if root else path.name
+    except ValueError:
+        return path.name
+
+
+def _entry(docs: dict[str, Document], agents: dict[str, Agent], entry: str | None, bag: DiagnosticBag) -> str | None:
+    if entry is not None:
+        if entry not in agents:
+            bag.error(codes.NO_ENTRY, f"the entry agent {entry} is not in the project",
+                      hint=f"did you mean {did_you_mean(entry, list(docs))}?" if did_you_mean(entry, list(docs)) else None)
+            return None
+        return entry
+    supervisors = [n for n, d in docs.items() if d.kind == "supervisor"]
+    referenced = set()
+    for agent in agents.values():
+        if isinstance(agent, RouterAgent):
+            referenced |= {m.agent for m in agent.members}
+        if isinstance(agent, ReasoningAgent):
+            referenced |= {d.agent for d in agent.delegates} | {h.agent for h in agent.handoffs}
+        if isinstance(agent, FlowAgent):
+            referenced |= {n.target for n in agent.graph.nodes.values() if hasattr(n, "target")}
+    tops = [n for n in supervisors if n not in referenced] or [n for n in docs if n not in referenced]
+    if len(tops) == 1:
+        return tops[0]
+    if len(docs) == 1:
+        return next(iter(docs))
+    bag.error(codes.NO_ENTRY, "the project has no single entry agent: " + (
+        f"{', '.join(sorted(tops))} could each be it" if tops else "every agent is reached from another"),
+        hint="keep one supervisor (or one agent nothing hands off to), or pass --entry NAME")
+    return None
+
+
+# ---- tools ------------------------------------------------------------------------------------------
+
+
+def compile_tool_library(doc: Document, bag: DiagnosticBag, names: Names) -> list[ToolDef]:
+    ctx = SectionContext(bag=bag, file=doc.shown, agent="", fmt=doc.fmt, names=names)
+    section = doc.root.get("TOOLS")
+    nodes = section.children if section is not None else [c for c in doc.root.children if c.key is None]
+    return [t for t in (tool_from_line(n, ctx) for n in nodes) if t is not None]
+
+
+_HTTP_KEYS = ("method", "url", "endpoint", "headers", "query", "body", "body_template", "timeout")
+
+
+def tool_from_line(node: Node, ctx: SectionContext) -> ToolDef | None:
+    """A TOOLS entry: a signature line with its properties (description, auth, confirmation, HTTP)."""
+    if node.item and node.children:
+        node = node.children[0] if node.children[0].key is None else node
+    if node.key is not None or not node.value:
+        ctx.error(codes.BAD_SIGNATURE, "a TOOLS entry must be a signature such as "
+                  "search(query: string) -> Result", node, None)
+        return None
+    parsed = _signature(node, ctx)
+    if parsed is None:
+        return None
+    name, params, returns = parsed
+    props = {c.key.lower(): c for c in node.children if c.key is not None}
+    description = ctx.text(props.get("description"))
+    extra_problems(props, node, ctx)
+    binding = StubBinding()
+    if any(k in props for k in _HTTP_KEYS):
+        binding = _http_binding(props, ctx)
+    tool = ToolDef(name=name, description=description, params=params, returns=returns, binding=binding,
+                   convention="value", span=node.span)
+    return tool
+
+
+def extra_problems(props: dict[str, Node], node: Node, ctx: SectionContext) -> None:
+    """The spec's warnings about a tool's auth and confirmation properties."""
+    jit = props.get("auth_jit")
+    if jit is not None and ctx.boolean(jit) and "auth_profile" not in props:
+        ctx.warning(codes.AUTH_JIT_WITHOUT_PROFILE, "auth_jit: true without auth_profile (AUTH_JIT_WITHOUT_PROFILE)",
+                    jit, "name the credentials with auth_profile: \"...\"")
+    if "consent" in props:
+        ctx.choice(props["consent"], ("preflight", "inline"))
+        if "auth_profile" not in props:
+            ctx.warning(codes.ORPHAN_CONSENT, "consent without auth_profile is ignored", props["consent"],
+                        "add auth_profile: or remove consent:")
+    if "connection" in props:
+        ctx.choice(props["connection"], ("per_user", "shared"))
+    side = props.get("side_effects")
+    if side is not None and ctx.boolean(side) and "confirm" not in props:
+        ctx.warning(codes.SIDE_EFFECT_TOOL_WITHOUT_CONFIRMATION,
+                    "side_effects: true without a confirm policy (SIDE_EFFECT_TOOL_WITHOUT_CONFIRMATION)", side,
+                    "choose confirm: when_side_effects, always or never")
+    if "confirm" in props:
+        ctx.choice(props["confirm"], ("always", "never", "when_side_effects"))
+
+
+def _http_binding(props: dict[str, Node], ctx: SectionContext):
+    url = ctx.text(props.get("url") or props.get("endpoint"))
+    method = ctx.text(props.get("method")) or ("POST" if "body" in props or "body_template" in props else "GET")
+    headers = {c.key: c.text for c in props["headers"].entries()} if "headers" in props else {}
+    data: dict = {"method": method.upper(), "url": url, "headers": headers}
+    body = props.get("body_template") or props.get("body")
+    if body is not None and body.value:
+        data["body"] = ctx.data(body) if not body.block else body.value
+    if "timeout" in props:
+        data["timeout"] = ctx.number(props["timeout"])
+    try:
+        return HttpBinding(**{k: v for k, v in data.items() if k in HttpBinding.model_fields})
+    except Exception as exc:  # noqa: BLE001 - a binding the IR refuses (a literal secret header, ...)
+        ctx.error(codes.BAD_VALUE, f"the HTTP implementation is not valid: {exc}".splitlines()[0],
+                  props.get("url") or next(iter(props.values())))
+        return StubBinding()
+
+
+def _signature(node: Node, ctx: SectionContext):
+    """(name, params, returns schema) of a signature line, or None after a diagnostic."""
+    try:
+        from .signatures import SignatureError, parse_signature
+    except ImportError:  # pragma: no cover - the signature parser is part of the package
+        return _simple_signature(node, ctx)
+    try:
+        sig = parse_signature(node.value or "")
+    except SignatureError as exc:
+        column = getattr(exc, "column", 0) or 0
+        span = node.value_span()
+        ctx.error(codes.BAD_SIGNATURE, f"bad tool signature: {getattr(exc, 'message', str(exc))}",
+                  Span(file=span.file, line=span.line, column=span.column + max(column - 1, 0)),
+                  getattr(exc, "hint", None) or "write name(param: type, other: type = default) -> ReturnType")
+        return None
+    params = [ToolParam(name=p.name, type=_json_type(p.schema), required=p.required, default=p.default,
+                        description=p.schema.get("description", "") if isinstance(p.schema, dict) else "")
+              for p in sig.params]
+    return sig.name, params, sig.returns
+
+
+def _json_type(schema) -> str:
+    if isinstance(schema, dict) and isinstance(schema.get("type"), str):
+        return schema["type"]
+    return "any"
+
+
+_SIMPLE = re.compile(r"^\s*(?P<name>[A-Za-z_]\w*)\s*\((?P<params>.*)\)\s*(->\s*(?P<ret>.+))?$", re.DOTALL)
+
+
+def _simple_signature(node: Node, ctx: SectionContext):
+    match = _SIMPLE.match(node.value or "")
+    if not match:
+        ctx.error(codes.BAD_SIGNATURE, "bad tool signature", node, "write name(param: type) -> ReturnType")
+        return None
+    params = []
+    for part in filter(None, (p.strip() for p in match.group("params").split(","))):
+        pname, _, ptype = part.partition(":")
+        params.append(ToolParam(name=pname.strip().rstrip("?"), type="string", required=not pname.strip().endswith("?")))
+    return match.group("name"), params, {}
+
+
+# ---- agents -----------------------------------------------------------------------------------------
+
+
+def compile_agent(doc: Document, bag: DiagnosticBag, names: Names, library: dict[str, ToolDef]) -> list[Agent]:
+    """The IR agents of one AGENT or SUPERVISOR document (a FLOW's reasoning steps become agents too)."""
+    ctx = SectionContext(bag=bag, file=doc.shown, agent=doc.name, fmt=doc.fmt, names=names)
+    rules = AgentRules()
+    sections = {n.key.upper(): n for n in doc.sections() if n.key and n.key.upper() != doc.kind.upper()}
+    _identity(sections, ctx, rules)
+    tools = _agent_tools(sections.get("TOOLS"), ctx, library)
+    ctx.tools = {t.name for t in tools}
+    for tool in tools:
+        library.setdefault(tool.name, tool)
+    _declarative(sections, ctx, rules)
+    for line in doc.root.lines():
+        match = _USE_PROFILE.match(line.value or "")
+        if match:
+            _use_profile(match.group("name"), line, ctx, rules)
+    use = sections.get("USE")
+    if use is not None and (use.value or "").upper().startswith("BEHAVIOR_PROFILE"):
+        _use_profile((use.value or "").split(":", 1)[-1].strip(), use, ctx, rules)
+    description = rules.goal.splitlines()[0] if rules.goal else ""
+    instructions = _instructions(rules, sections, ctx)
+    span = doc.header.span if doc.header else None
+    if doc.kind == "supervisor":
+        agent = _supervisor(doc, sections, ctx, rules, _args(rules), description, instructions, span)
+        return [agent]
+    delegates = _delegates(sections.get("DELEGATE"), ctx)
+    handoffs = _handoffs(sections.get("HANDOFF"), ctx)
+    can_escalate = "ESCALATE" in sections
+    if "ESCALATE" in sections:
+        rules.metadata["ESCALATE"] = ctx.data(sections["ESCALATE"])
+    max_iterations = rules.execution.max_iterations or 8
+    if "FLOW" in sections:
+        from .flow import compile_flow
+
+        graph, extra_agents = compile_flow(sections["FLOW"], ctx, rules, instructions, [t.name for t in tools],
+                                           delegates, handoffs, {t.name: [p.name for p in t.params] for t in tools})
+        agent = FlowAgent(name=doc.name, description=description, args=_args(rules), graph=graph, rules=rules,
+                          span=span)
+        return [agent, *extra_agents]
+    agent = ReasoningAgent(name=doc.name, description=description, args=_args(rules), instructions=instructions,
+                           tools=[t.name for t in tools], delegates=delegates, handoffs=handoffs,
+                           can_escalate=can_escalate, max_iterations=int(max_iterations), rules=rules, span=span)
+    return [agent]
+
+
+def _args(rules: AgentRules) -> list[ArgDef]:
+    """The agent's arguments: its GATHER fields, kept as session variables (shared with other agents)."""
+    return [ArgDef(name=f.name, description=f.prompt, type=f.type, span=f.span,
+                   bound_to=Ref(scope=SESSION, name=f.name)) for f in rules.gather]
+
+
+def _identity(sections: dict[str, Node], ctx: SectionContext, rules: AgentRules) -> None:
+    rules.goal = ctx.text(sections.get("GOAL"))
+    rules.persona = ctx.text(sections.get("PERSONA"))
+    limitations = sections.get("LIMITATIONS")
+    if limitations is not None:
+        rules.limitations = [str(x) for x in (ctx.data(limitations) or []) if x is not None] \
+            if limitations.children else [ctx.text(limitations)]
+    if "MODE" in sections:
+        ctx.warning(codes.DEPRECATED, "MODE: is deprecated; the execution mode follows from FLOW and REASONING",
+                    sections["MODE"], "remove MODE: and use REASONING: true | false on FLOW steps")
+
+
+def _instructions(rules: AgentRules, sections: dict[str, Node], ctx: SectionContext) -> str:
+    parts = []
+    if rules.goal:
+        parts.append(f"Goal: {rules.goal}")
+    if rules.persona:
+        parts.append(rules.persona)
+    if rules.limitations:
+        parts.append("Limitations:\n" + "\n".join(f"- {x}" for x in rules.limitations))
+    extra = ctx.text(sections.get("INSTRUCTIONS"))
+    if extra:
+        parts.append(extra)
+        rules.metadata["INSTRUCTIONS"] = extra
+    return "\n\n".join(parts)
+
+
+def _agent_tools(section: Node | None, ctx: SectionContext, library: dict[str, ToolDef]) -> list[ToolDef]:
+    if section is None:
+        return []
+    out: list[ToolDef] = []
+    seen: dict[str, Node] = {}
+    for node in section.children:
+        if node.key is not None and not node.item and node.value is None and not node.children:
+            continue
+        tool = tool_from_line(node, ctx)
+        if tool is None:
+            continue
+        if tool.name in seen:
+            ctx.error(codes.DUPLICATE_NAME, f"tool {tool.name} is declared twice", node,
+                      hint=f"the first is on line {seen[tool.name].span.line}")
+            continue
+        seen[tool.name] = node
+        implemented = library.get(tool.name)
+        if implemented is not None and not isinstance(implemented.binding, StubBinding):
+            tool = tool.model_copy(update={"binding": implemented.binding})
+        out.append(tool)
+    return out
+
+
+def _declarative(sections: dict[str, Node], ctx: SectionContext, rules: AgentRules) -> None:
+    """GATHER, MEMORY, CONSTRAINTS and the other declarative sections (lang/abl/sections/)."""
+    order = [
+        ("ENTITIES", "gather", "compile_entities"), ("LOOKUP_TABLES", "gather", "compile_lookup_tables"),
+        ("GATHER", "gather", "compile_gather"), ("MEMORY", "memory", "compile_memory"),
+        ("TEMPLATES", "templates", "compile_templates"), ("MESSAGES", "templates", "compile_messages"),
+        ("CONSTRAINTS", "rules", "compile_constraints"), ("GUARDRAILS", "guardrails", "compile_guardrails"),
+        ("COMPLETE", "rules", "compile_complete"), ("ON_ERROR", "rules", "compile_on_error"),
+        ("EXECUTION", "execution", "compile_execution"), ("HOOKS", "execution", "compile_hooks"),
+        ("ON_START", "execution", "compile_on_start"), ("ACTION_HANDLERS", "execution", "compile_action_handlers"),
+        ("RESPOND_ACTIONS", "execution", "compile_action_handlers"),
+    ]
+    for section, module, function in order:
+        node = sections.get(section)
+        if node is None:
+            continue
+        compiler = getattr(_section_module(module), function, None)
+        if compiler is None:
+            rules.metadata[section] = ctx.data(node)
+            continue
+        compiler(node, ctx, rules)
+    meta = _section_module("meta")
+    for section in ("NLU", "INTENTS", "MULTI_INTENT", "TESTS", "BEHAVIOR_PROFILES", "DIGRESSIONS"):
+        node = sections.get(section)
+        if node is None:
+            continue
+        compiler = getattr(meta, "compile_metadata", None)
+        if compiler is not None and section != "BEHAVIOR_PROFILES":
+            compiler(section, node, ctx, rules)
+        else:
+            rules.metadata[section] = ctx.data(node)
+
+
+def _section_module(name: str):
+    import importlib
+
+    try:
+        return importlib.import_module(f"frontdesk.lang.abl.sections.{name}")
+    except ImportError:
+        return None
+
+
+def _use_profile(name: str, node: Node, ctx: SectionContext, rules: AgentRules) -> None:
+    if name not in ctx.names.profiles:
+        guess = did_you_mean(name, sorted(ctx.names.profiles))
+        ctx.error(codes.UNKNOWN_PROFILE, f"no behaviour profile named {name}", node,
+                  f"did you mean {guess}?" if guess else "define it in a .behavior_profile.abl file of the project")
+        return
+    rules.behavior_profiles.append(name)
+
+
+def _check_agent(name: str, node: Node, ctx: SectionContext, what: str) -> bool:
+    if name in ctx.names.agents:
+        return True
+    guess = did_you_mean(name, sorted(ctx.names.agents))
+    ctx.error(codes.UNKNOWN_AGENT, f"{what} names {name}, which is not an agent of the project", node,
+              f"did you mean {guess}?" if guess else "define it in an .agent.abl file of the project")
+    return False
+
+
+def _delegates(section: Node | None, ctx: SectionContext) -> list[Delegation]:
+    out: list[Delegation] = []
+    for item in section.items() if section is not None else []:
+        agent = item.get("AGENT")
+        if agent is None or not agent.value:
+            ctx.error(codes.MISSING_KEY, "a DELEGATE entry needs AGENT:", item, "write - AGENT: Some_Agent")
+            continue
+        name = agent.value.strip()
+        if not _check_agent(name, agent.value_span(), ctx, "DELEGATE"):
+            continue
+        inputs_node = item.get("INPUT")
+        inputs = list(inputs_node.value.strip("{} ").replace(" ", "").split(",")) if inputs_node is not None \
+            and inputs_node.value else [c.key for c in inputs_node.entries()] if inputs_node is not None else []
+        inputs = [i.split(":")[0] for i in inputs if i]
+        returns_node = item.get("RETURNS")
+        returns = {}
+        if returns_node is not None:
+            if returns_node.value:
+                for part in returns_node.value.strip("{} ").split(","):
+                    if ":" in part:
+                        k, v = part.split(":", 1)
+                        returns[k.strip().rstrip("?")] = v.strip()
+            for c in returns_node.entries():
+                returns[c.key] = c.text
+        purpose = ctx.text(item.get("PURPOSE"))
+        use = ctx.text(item.get("USE_RESULT"))
+        when = ctx.text(item.get("WHEN"))
+        text = " ".join(x for x in (purpose, f"When: {when}." if when else "", f"Then: {use}" if use else "") if x)
+        out.append(Delegation(agent=name, purpose=text, inputs=inputs, returns=returns, span=item.span))
+    return out
+
+
+def _handoffs(section: Node | None, ctx: SectionContext) -> list[Handoff]:
+    out: list[Handoff] = []
+    for item in section.items() if section is not None else []:
+        target = item.get("TO")
+        if target is None or not target.value:
+            ctx.error(codes.MISSING_KEY, "a HANDOFF entry needs TO:", item, "write - TO: Some_Agent")
+            continue
+        name = target.value.strip()
+        if not _check_agent(name, target.value_span(), ctx, "HANDOFF"):
+            continue
+        context = item.get("CONTEXT")
+        passes = ctx.names_list(context.get("pass")) if context is not None else []
+        passes += ctx.names_list(item.get("PASS"))
+        out.append(Handoff(agent=name, purpose=ctx.text(item.get("WHEN")), resume=ctx.boolean(item.get("RETURN")),
+                           passes=[p.split(".")[-1] for p in passes], span=item.span))
+    return out
+
+
+def _supervisor(doc: Document, sections: dict[str, Node], ctx: SectionContext, rules: AgentRules,
+                args: list[ArgDef], description: str, instructions: str, span: Span | None) -> RouterAgent:
+    members: dict[str, RouterMember] = {}
+    aliases: dict[str, str] = {}
+    agents_node = sections.get("AGENTS")
+    if agents_node is not None:
+        for entry in agents_node.entries():
+            target = entry.text
+            if _check_agent(target, entry.value_span(), ctx, "AGENTS"):
+                aliases[entry.key] = target
+                members.setdefault(target, RouterMember(agent=target, span=entry.span))
+        for item in agents_node.items():
+            for child in item.children:
+                name = child.text if child.key is None else child.key
+                if name and _check_agent(name, child, ctx, "AGENTS"):
+                    members.setdefault(name, RouterMember(agent=name, span=child.span))
+    default = None
+    routing = sections.get("ROUTING")
+    for node in (routing.children if routing is not None else []):
+        line = node.children[0] if node.item and node.children else node
+        text = line.value or ""
+        route, fallback = _ROUTE.match(text), _DEFAULT.match(text)
+        if route is None and fallback is None:
+            ctx.error(codes.SYNTAX, f"a ROUTING rule is INTENT(words) -> agent or DEFAULT -> agent, not '{text}'",
+                      line, "for example - INTENT(pay, checkout) -> payment")
+            continue
+        target = (route or fallback).group("target")
+        name = aliases.get(target, target)
+        if not _check_agent(name, line.value_span(), ctx, "ROUTING"):
+            continue
+        member = members.setdefault(name, RouterMember(agent=name, span=line.span))
+        if route is not None:
+            member.examples += [w.strip() for w in route.group("words").split(",") if w.strip()]
+        else:
+            default = name
+    for item in (sections["HANDOFF"].items() if "HANDOFF" in sections else []):
+        target = item.get("TO")
+        if target is None or not target.value:
+            ctx.error(codes.MISSING_KEY, "a HANDOFF entry needs TO:", item, "write - TO: Some_Agent")
+            continue
+        name = aliases.get(target.text, target.text)
+        if not _check_agent(name, target.value_span(), ctx, "HANDOFF"):
+            continue
+        member = members.setdefault(name, RouterMember(agent=name, span=item.span))
+        member.description = ctx.text(item.get("WHEN"))
+        returns = item.get("RETURN")
+        member.resume = ctx.boolean(returns, default=True)
+        context = item.get("CONTEXT")
+        member.passes = ctx.names_list(context.get("pass")) if context is not None else ctx.names_list(item.get("PASS"))
+    protocol = sections.get("HANDOFF_PROTOCOL")
+    if protocol is not None:
+        rules.metadata["HANDOFF_PROTOCOL"] = ctx.data(protocol)
+        for item in protocol.items():
+            head = item.children[0] if item.children else None
+            match = _PROTOCOL.match((head.value or "") if head is not None and head.key is None else "")
+            if head is None or match is None:
+                continue
+            for side in ("src", "dst"):
+                name = match.group(side)
+                if name.lower() != "any":
+                    _check_agent(aliases.get(name, name), head, ctx, "HANDOFF_PROTOCOL")
+    if "ESCALATE" in sections:
+        rules.metadata["ESCALATE"] = ctx.data(sections["ESCALATE"])
+    if not members:
+        ctx.error(codes.MISSING_KEY, f"supervisor {doc.name} routes to no agent",
+                  doc.header, "list its agents under HANDOFF: (- TO: Agent) or AGENTS:")
+    return RouterAgent(name=doc.name, description=description, args=args, members=list(members.values()),
+                       instructions=instructions or None, default=default, rules=rules, span=span)

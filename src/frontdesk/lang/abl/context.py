@@ -1,0 +1,209 @@
+"""What every ABL section compiler shares: the diagnostics, the names the project declares, and the
+readers of values, expressions and templates with their source positions."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from frontdesk.diagnostics import DiagnosticBag, Span
+from frontdesk.ir.expr import Condition, Expr, ExprCondition, Lit, Template, TextPart
+
+from . import codes
+from .outline import Node
+
+SESSION = "session"  # the namespace of ABL's session variables (GATHER fields, SET values, MEMORY session)
+NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+TRUE_WORDS = {"true", "yes", "on"}
+FALSE_WORDS = {"false", "no", "off"}
+
+
+@dataclass
+class Names:
+    """The names a whole project declares, for checking references across documents."""
+
+    agents: set[str] = field(default_factory=set)
+    tools: set[str] = field(default_factory=set)
+    profiles: set[str] = field(default_factory=set)
+    types: set[str] = field(default_factory=set)
+
+
+@dataclass
+class SectionContext:
+    """One document's compilation: where it is, what the project declares, where problems go."""
+
+    bag: DiagnosticBag
+    file: str
+    agent: str  # the agent or supervisor being compiled ("" for a tool library or a profile)
+    fmt: str = "abl"  # "abl" or "yaml": how keywords are cased in the source
+    names: Names = field(default_factory=Names)
+    tools: set[str] = field(default_factory=set)  # tools this agent declares
+    memory_paths: set[str] = field(default_factory=set)  # persistent memory paths it declares
+    fields: set[str] = field(default_factory=set)  # session variables something sets (GATHER, SET, AS, ...)
+
+    # ---- diagnostics -------------------------------------------------------------------------
+
+    def error(self, code: str, message: str, node: Node | Span | None, hint: str | None = None) -> None:
+        self.bag.error(code, message, _span(node), hint)
+
+    def warning(self, code: str, message: str, node: Node | Span | None, hint: str | None = None) -> None:
+        self.bag.warning(code, message, _span(node), hint)
+
+    def unknown_key(self, node: Node, allowed: list[str], where: str) -> None:
+        from frontdesk.diagnostics import did_you_mean
+
+        guess = did_you_mean(node.key or "", allowed)
+        hint = f"did you mean {guess}?" if guess else f"{where} takes: {', '.join(allowed)}"
+        self.error(codes.UNKNOWN_KEY, f"{where} has no key '{node.key}'", node, hint)
+
+    # ---- values ------------------------------------------------------------------------------
+
+    def text(self, node: Node | None) -> str:
+        return node.text.strip() if node is not None else ""
+
+    def boolean(self, node: Node | None, default: bool = False) -> bool:
+        if node is None or node.value is None:
+            return default
+        word = node.value.strip().lower()
+        if word in TRUE_WORDS:
+            return True
+        if word in FALSE_WORDS:
+            return False
+        self.error(codes.BAD_VALUE, f"{node.key} must be true or false, not '{node.value}'", node.value_span())
+        return default
+
+    def number(self, node: Node | None, default: float | None = None) -> float | None:
+        if node is None or node.value is None:
+            return default
+        try:
+            number = float(node.value.strip())
+        except ValueError:
+            self.error(codes.BAD_VALUE, f"{node.key} must be a number, not '{node.value}'", node.value_span())
+            return default
+        return int(number) if number.is_integer() else number
+
+    def choice(self, node: Node | None, allowed: tuple[str, ...], default: str | None = None) -> str | None:
+        if node is None or node.value is None:
+            return default
+        word = node.value.strip()
+        if word.lower() in allowed:
+            return word.lower()
+        from frontdesk.diagnostics import did_you_mean
+
+        guess = did_you_mean(word, list(allowed))
+        self.error(codes.BAD_VALUE, f"{node.key} must be one of {', '.join(allowed)}, not '{word}'",
+                   node.value_span(), f"did you mean {guess}?" if guess else None)
+        return default
+
+    def names_list(self, node: Node | None) -> list[str]:
+        """A list of names written `[a, b]`, `a, b`, or as `- a` items."""
+        if node is None:
+            return []
+        out: list[str] = []
+        if node.value is not None:
+            text = node.value.strip()
+            if text.startswith("[") and text.endswith("]"):
+                text = text[1:-1]
+            out += [part.strip().strip("\"'") for part in text.split(",") if part.strip()]
+        for item in node.items():
+            for child in item.children:
+                if child.key is None and child.value:
+                    out.append(child.value.strip())
+        return out
+
+    def data(self, node: Node | None) -> Any:
+        """The value of an entry as plain data: a YAML flow value (`[a, b]`, `{k: v}`, numbers,
+        booleans) parsed, a block turned into a mapping or a list, else the text."""
+        if node is None:
+            return None
+        if node.children:
+            if all(c.item for c in node.children):
+                return [self._item_data(c) for c in node.children]
+            if all(c.key is not None for c in node.children):
+                return {c.key: self.data(c) for c in node.children}
+            return [self.data(c) if c.key is None else {c.key: self.data(c)} for c in node.children]
+        if node.value is None:
+            return None
+        if node.quoted or node.block:
+            return node.value
+        try:
+            loaded = yaml.safe_load(node.value)
+        except yaml.YAMLError:
+            return node.value
+        return loaded if isinstance(loaded, (list, dict, int, float, bool)) or loaded is None else node.value
+
+    def _item_data(self, item: Node) -> Any:
+        if len(item.children) == 1 and item.children[0].key is None:
+            return self.data(item.children[0])
+        return {c.key or "value": self.data(c) for c in item.children}
+
+    # ---- expressions and templates ------------------------------------------------------------
+
+    def expression(self, text: str, node: Node | None, offset: int = 0) -> Expr:
+        """`text` (part of `node`'s value from character `offset`) as an ABL expression."""
+        from frontdesk.expr import ExprSyntaxError, parse_expression
+
+        try:
+            return parse_expression(text, self.agent, **self._dialect())
+        except ExprSyntaxError as exc:
+            self._bad_expression(exc, node, offset)
+            return Lit(value=None)
+
+    def condition(self, text: str, node: Node | None, offset: int = 0) -> Condition:
+        from frontdesk.expr import ExprSyntaxError, parse_condition
+
+        try:
+            return parse_condition(text, self.agent, **self._dialect())
+        except ExprSyntaxError as exc:
+            self._bad_expression(exc, node, offset)
+            return ExprCondition(source=text, expr=Lit(value=False))
+
+    def template(self, text: str, node: Node | None) -> Template:
+        from frontdesk.expr.handlebars import parse_handlebars
+        from frontdesk.expr.template import TemplateSyntaxError
+
+        try:
+            return parse_handlebars(text, self.agent, **self._template_dialect())
+        except (TemplateSyntaxError, ValueError) as exc:
+            column = getattr(exc, "column", 0) or 0
+            span = _span(node)
+            if node is not None and column and not node.block:
+                span = Span(file=span.file, line=span.line, column=(node.value_column or span.column) + column - 1)
+            self.error(codes.BAD_TEMPLATE, f"bad template: {getattr(exc, 'message', str(exc))}", span,
+                       "write {{name}}, {{#if x}}...{{/if}} or {{#each list}}...{{/each}}")
+            return Template(source=text, parts=[TextPart(text=text)])
+
+    def _dialect(self) -> dict[str, Any]:
+        """Options of the expression parser for ABL (see frontdesk.expr.parser)."""
+        from frontdesk.expr import parser
+
+        options: dict[str, Any] = {"paths": "flat"}
+        accepted = parser.parse_expression.__code__.co_varnames
+        if "dialect" in accepted:
+            options["dialect"] = "abl"
+        if "tools" in accepted:
+            options["tools"] = frozenset(self.tools | self.names.tools)
+        if "memory_paths" in accepted:
+            options["memory_paths"] = frozenset(self.memory_paths)
+        return options
+
+    def _template_dialect(self) -> dict[str, Any]:
+        return {}
+
+    def _bad_expression(self, exc, node: Node | None, offset: int) -> None:
+        span = _span(node)
+        column = getattr(exc, "column", 0) or 0
+        if node is not None and column:
+            start = node.value_column or span.column
+            span = Span(file=span.file, line=span.line, column=start + offset + column - 1)
+        self.error(codes.BAD_EXPRESSION, f"bad expression: {getattr(exc, 'message', str(exc))}", span,
+                   getattr(exc, "hint", None))
+
+
+def _span(node: Node | Span | None) -> Span | None:
+    if node is None or isinstance(node, Span):
+        return node
+    return node.span

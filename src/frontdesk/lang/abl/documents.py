@@ -1,0 +1,227 @@
+"""Reading ABL files into outlines: `.abl` text through the outline reader, `.agent.yaml` through YAML,
+both into the same tree, with the keyword-case rule of each format checked."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from frontdesk.diagnostics import DiagnosticBag, Span, did_you_mean
+
+from . import codes
+from .outline import Node, read_outline
+
+ABL_SUFFIXES = (".agent.abl", ".tools.abl", ".behavior_profile.abl", ".abl", ".agent.yaml", ".agent.yml")
+MAX_FILE_BYTES = 2_000_000
+
+# Top-level sections of an agent or supervisor document (spec §2, §3, §5), in canonical spelling.
+SECTIONS = (
+    "AGENT", "SUPERVISOR", "GOAL", "PERSONA", "LIMITATIONS", "INSTRUCTIONS", "TOOLS", "ENTITIES",
+    "LOOKUP_TABLES", "NLU", "INTENTS", "MULTI_INTENT", "MESSAGES", "TESTS", "GATHER", "MEMORY",
+    "CONSTRAINTS", "GUARDRAILS", "TEMPLATES", "BEHAVIOR_PROFILES", "USE", "FLOW", "DELEGATE",
+    "HANDOFF", "ESCALATE", "COMPLETE", "ON_ERROR", "EXECUTION", "HOOKS", "ON_START", "ACTION_HANDLERS",
+    "RESPOND_ACTIONS", "AGENTS", "ROUTING", "HANDOFF_PROTOCOL", "BEHAVIOR_PROFILE", "DESCRIPTION",
+    "VERSION", "MODE", "DIGRESSIONS",
+)
+HEADERS = ("AGENT", "SUPERVISOR", "BEHAVIOR_PROFILE")
+
+
+@dataclass
+class Document:
+    """One ABL file: its outline, its format, and what it declares."""
+
+    path: Path
+    shown: str  # the path as diagnostics show it
+    fmt: str  # "abl" or "yaml"
+    root: Node
+    kind: str = ""  # "agent", "supervisor", "tools" (a tool library), "profile"
+    name: str = ""
+    header: Node | None = None
+
+    def sections(self) -> list[Node]:
+        return [c for c in self.root.children if c.key is not None]
+
+
+def is_abl_file(path: Path) -> bool:
+    name = path.name.lower()
+    return name.endswith((".abl", ".agent.yaml", ".agent.yml"))
+
+
+def read_document(path: Path, shown: str, bag: DiagnosticBag) -> Document | None:
+    try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            bag.error(codes.READ_ERROR, f"{shown} is larger than {MAX_FILE_BYTES // 1_000_000} MB", Span(file=shown))
+            return None
+        data = path.read_bytes()
+    except OSError as exc:
+        bag.error(codes.READ_ERROR, f"cannot read {shown}: {exc.strerror or exc}", Span(file=shown))
+        return None
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        bag.error(codes.READ_ERROR, f"{shown} is not UTF-8 text (byte {exc.start})", Span(file=shown),
+                  hint="save the file as UTF-8")
+        return None
+    fmt = "yaml" if path.name.lower().endswith((".yaml", ".yml")) else "abl"
+    root = read_outline(text, shown, bag) if fmt == "abl" else read_yaml_outline(text, shown, bag)
+    if root is None:
+        return None
+    doc = Document(path=path, shown=shown, fmt=fmt, root=root)
+    _check_sections(doc, bag)
+    _identify(doc, bag)
+    return doc
+
+
+def _check_sections(doc: Document, bag: DiagnosticBag) -> None:
+    """Top-level keys: known sections, cased as the format wants, each written once."""
+    seen: dict[str, Node] = {}
+    tool_library = doc.path.name.lower().endswith(".tools.abl")
+    for node in doc.root.children:
+        if node.key is None:
+            if node.value and node.value.upper().startswith("USE BEHAVIOR_PROFILE"):
+                continue
+            bag.error(codes.SYNTAX, f"'{_short(node.value)}' is not a section", node.span,
+                      hint="a document is made of sections such as GOAL: or TOOLS:")
+            continue
+        canonical = node.key.upper()
+        if canonical not in SECTIONS:
+            if tool_library:
+                continue  # a tool library may name tools at the top level
+            guess = did_you_mean(canonical, list(SECTIONS))
+            bag.error(codes.UNKNOWN_SECTION, f"unknown section '{node.key}'", node.span,
+                      hint=f"did you mean {guess if doc.fmt == 'abl' else guess.lower()}?" if guess
+                      else "see the ABL specification for the sections a document may hold")
+            continue
+        if doc.fmt == "abl" and node.key != canonical:
+            bag.error(codes.KEYWORD_CASE, f"'{node.key}' must be written in capitals in an .abl file",
+                      node.span, hint=f"write {canonical}: (lowercase keywords belong to .agent.yaml files)")
+        elif doc.fmt == "yaml" and node.key != canonical.lower():
+            bag.error(codes.KEYWORD_CASE, f"'{node.key}' must be lowercase in an .agent.yaml file",
+                      node.span, hint=f"write {canonical.lower()}: (capital keywords belong to .abl files)")
+        if canonical in seen and canonical not in ("USE",):
+            bag.error(codes.DUPLICATE_SECTION, f"section {canonical} is written twice", node.span,
+                      hint=f"merge it with the one on line {seen[canonical].span.line}")
+            continue
+        seen[canonical] = node
+
+
+def _identify(doc: Document, bag: DiagnosticBag) -> None:
+    lowered = doc.path.name.lower()
+    for header in HEADERS:
+        node = doc.root.get(header)
+        if node is not None:
+            doc.kind = {"AGENT": "agent", "SUPERVISOR": "supervisor", "BEHAVIOR_PROFILE": "profile"}[header]
+            doc.name = (node.value or "").strip()
+            doc.header = node
+            # `SUPERVISOR: X` with sections indented under it: they belong to the document
+            if node.children and all(c.key is not None for c in node.children):
+                doc.root.children[doc.root.children.index(node) + 1:1] = node.children
+                node.children = []
+            if not doc.name:
+                bag.error(codes.MISSING_KEY, f"{header}: needs a name", node.span,
+                          hint=f"write {header}: Some_Name")
+            return
+    if lowered.endswith(".tools.abl") or (doc.root.get("TOOLS") is not None and len(doc.sections()) == 1):
+        doc.kind = "tools"
+        doc.name = doc.path.name.split(".")[0]
+        return
+    if doc.root.children:
+        bag.error(codes.MISSING_HEADER, f"{doc.shown} declares no agent", doc.root.children[0].span,
+                  hint="start the document with AGENT: Name or SUPERVISOR: Name")
+    else:
+        bag.error(codes.MISSING_HEADER, f"{doc.shown} is empty", Span(file=doc.shown, line=1, column=1),
+                  hint="start the document with AGENT: Name or SUPERVISOR: Name")
+
+
+def _short(text: str | None, limit: int = 40) -> str:
+    text = (text or "").strip()
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# ---- .agent.yaml ------------------------------------------------------------------------------------
+
+
+def read_yaml_outline(text: str, shown: str, bag: DiagnosticBag) -> Node | None:
+    """An .agent.yaml document as an outline: mappings are entries, sequences are items, and a mapping
+    with a `value` key is an entry that has both a value and a block (see docs/abl-yaml.md)."""
+    from frontdesk.lang.adl.yamlnodes import YMap, YScalar, YSeq, compose_yaml
+
+    yaml_bag = DiagnosticBag()
+    document = compose_yaml(text, shown, yaml_bag)
+    for problem in yaml_bag.items:
+        bag.error(codes.YAML_SYNTAX, problem.message, problem.span, problem.hint)
+    if yaml_bag.has_errors:
+        return None
+    root = Node(key=None, value=None, span=Span(file=shown, line=1, column=1))
+    if document is None:
+        return root
+    if not isinstance(document, YMap):
+        bag.error(codes.YAML_SYNTAX, "an .agent.yaml document must be a mapping of sections",
+                  Span(file=shown, line=1, column=1))
+        return None
+
+    def scalar(node: YScalar) -> tuple[str | None, bool]:
+        if node.plain and node.value is None:
+            return None, False
+        return node.text, node.quoted
+
+    def entry(key: YScalar, value) -> Node:
+        out = Node(key=str(key.text), value=None, span=key.span)
+        if isinstance(value, YScalar):
+            out.value, out.quoted = scalar(value)
+            out.block = value.style in ("|", ">")
+            out.value_column = value.span.column if value.span else 0
+        elif isinstance(value, YMap):
+            for k, v in value.pairs:
+                if str(k.text) == "value" and isinstance(v, YScalar):
+                    out.value, out.quoted = scalar(v)
+                    out.value_column = v.span.column if v.span else 0
+                else:
+                    out.children.append(entry(k, v))
+        elif isinstance(value, YSeq):
+            out.children = [item(i) for i in value.items]
+        return out
+
+    def item(value) -> Node:
+        span = value.span if getattr(value, "span", None) else root.span
+        out = Node(key=None, value=None, span=span, item=True)
+        if isinstance(value, YMap):
+            out.children = [entry(k, v) for k, v in value.pairs]
+        elif isinstance(value, YScalar):
+            text, quoted = scalar(value)
+            out.children = [Node(key=None, value=text, span=span, quoted=quoted,
+                                 value_column=span.column if span else 0)]
+        elif isinstance(value, YSeq):
+            out.children = [item(i) for i in value.items]
+        return out
+
+    for key, value in document.pairs:
+        node = entry(key, value)
+        if isinstance(value, YSeq) and node.key.lower() in _LINE_SECTIONS:
+            # sections whose .abl form is bare lines (TOOLS signatures, ROUTING rules, SET lines):
+            # a list of strings in YAML is the same lines
+            node.children = [_item_as_line(c) for c in node.children]
+        root.children.append(node)
+    return root
+
+
+_LINE_SECTIONS = {"tools", "routing"}
+
+
+def _item_as_line(item: Node) -> Node:
+    if item.item and len(item.children) >= 1 and item.children[0].key is None:
+        head = item.children[0]
+        head.children = item.children[1:]
+        return head
+    if item.item and len(item.children) == 1 and item.children[0].key is not None:
+        # `- search(q: string) -> X: {description: ...}` cannot be YAML; `- {signature: ..., ...}` is
+        first = item.children[0]
+        if first.key.lower() == "signature":
+            return Node(key=None, value=first.value, span=first.span, children=item.children[1:],
+                        value_column=first.value_column)
+    if item.item and item.children and item.children[0].key and item.children[0].key.lower() == "signature":
+        first = item.children[0]
+        return Node(key=None, value=first.value, span=first.span, children=item.children[1:],
+                    value_column=first.value_column)
+    return item

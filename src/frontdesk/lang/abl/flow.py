@@ -1,0 +1,588 @@
+"""ABL FLOW sections lowered to the shared step graph.
+
+Each step becomes a chain of nodes whose first node's id is the step's name, so THEN, GOTO and the
+step sequence (`a -> b -> c`, `steps:`) are jumps to step names. Within a step the order is: SET,
+CLEAR, TRANSFORM, CALL (with ON_SUCCESS / ON_FAIL / ON_RESULT), PRESENT, GATHER / COLLECT (ask
+for each missing field, listen, check again), RESPOND, ON_INPUT (listen, then the first IF that
+holds), DELEGATE / HANDOFF / ESCALATE, then THEN (the next step in the sequence when absent,
+COMPLETE at the end). A step with REASONING: true runs a reasoning agent made for it (its
+INSTRUCTIONS, the agent's tools and fields), which the flow calls. DIGRESSIONS, global_digressions
+and SUB_INTENTS become natural-language branches after each listen of their step.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from frontdesk.ir.behaviour import AgentRules, GatherField
+from frontdesk.ir.expr import (
+    Call,
+    ClaimsCondition,
+    Condition,
+    Each,
+    Expr,
+    ExprCondition,
+    IsSet,
+    Lit,
+    Local,
+    ObjEntry,
+    ObjLit,
+    Ref,
+)
+from frontdesk.ir.models import (
+    ArgValue,
+    Assignment,
+    AssignNode,
+    BranchCase,
+    BranchNode,
+    Delegation,
+    EscalateNode,
+    Handoff,
+    HandoffNode,
+    InvokeNode,
+    JumpNode,
+    ListenNode,
+    ReasoningAgent,
+    ReturnNode,
+    SayNode,
+    StepGraph,
+)
+
+from . import codes
+from .context import SESSION, SectionContext
+from .outline import Node
+
+COMPLETE = "COMPLETE"
+COMPLETE_NODE = "__complete"
+STEP_KEYS = (
+    "REASONING", "INSTRUCTIONS", "RESPOND", "PRESENT", "COLLECT", "PROMPT", "GATHER", "STRATEGY", "CORRECTIONS",
+    "COMPLETE_WHEN", "ON_INPUT", "DIGRESSIONS", "SUB_INTENTS", "CALL", "WITH", "AS", "ON_SUCCESS", "ON_FAIL",
+    "ON_RESULT", "SET", "CLEAR", "TRANSFORM", "THEN", "GOTO", "DELEGATE", "HANDOFF", "ESCALATE", "DESCRIPTION",
+    "TOOLS", "GOAL", "ACTIONS", "TEMPLATE",
+)
+_CALL = re.compile(r"^\s*(?P<name>[A-Za-z_]\w*)\s*(\((?P<args>.*)\))?\s*$", re.DOTALL)
+_TRANSFORM = re.compile(r"^\s*(?P<src>.+?)\s+AS\s+(?P<var>[A-Za-z_]\w*)\s+INTO\s+(?P<dst>[A-Za-z_]\w*)\s*$",
+                        re.IGNORECASE)
+_ASSIGN = re.compile(r"^\s*(?P<name>[A-Za-z_][\w.]*)\s*=(?!=)\s*(?P<value>.+)$", re.DOTALL)
+
+
+@dataclass
+class _Step:
+    name: str
+    node: Node
+    nodes: list = field(default_factory=list)  # (id, node) in order; `next` is linked at the end
+
+
+@dataclass
+class _FlowBuilder:
+    ctx: SectionContext
+    rules: AgentRules
+    instructions: str
+    tools: list[str]
+    delegates: list[Delegation]
+    handoffs: list[Handoff]
+    nodes: dict = field(default_factory=dict)
+    steps: dict[str, Node] = field(default_factory=dict)
+    order: list[str] = field(default_factory=list)
+    extra_agents: list = field(default_factory=list)
+    digressions: list[Node] = field(default_factory=list)
+    params: dict[str, list[str]] = field(default_factory=dict)  # tool -> its parameter names, in order
+    counter: int = 0
+
+    def new_id(self, step: str, what: str) -> str:
+        self.counter += 1
+        return f"{step}.{what}{self.counter}"
+
+    def add(self, node):
+        self.nodes[node.id] = node
+        return node.id
+
+    # -- targets ----------------------------------------------------------------------------------
+
+    def target(self, name: str, node: Node) -> str | None:
+        name = name.strip()
+        if name.upper() == COMPLETE:
+            return COMPLETE_NODE
+        if name in self.steps:
+            return name
+        from frontdesk.diagnostics import did_you_mean
+
+        guess = did_you_mean(name, list(self.steps))
+        self.ctx.error(codes.UNKNOWN_STEP, f"no step named {name}", node.value_span() if node.key else node,
+                       f"did you mean {guess}?" if guess else f"the steps are: {', '.join(self.steps)}")
+        return None
+
+
+def compile_flow(section: Node, ctx: SectionContext, rules: AgentRules, instructions: str, tools: list[str],
+                 delegates: list[Delegation], handoffs: list[Handoff], params: dict[str, list[str]] | None = None):
+    """The StepGraph of a FLOW section, and the reasoning agents its REASONING steps run."""
+    b = _FlowBuilder(ctx, rules, instructions, tools, delegates, handoffs, params=dict(params or {}))
+    sequences: list[Node] = []
+    for child in section.children:
+        if child.key is None and child.value and "->" in child.value:
+            sequences.append(child)
+        elif child.key is not None and child.key.lower() == "steps":
+            sequences.append(child)
+        elif child.key is not None and child.key.lower() == "global_digressions":
+            b.digressions += child.items()
+        elif child.key is not None:
+            if child.key in b.steps:
+                ctx.error(codes.DUPLICATE_NAME, f"step {child.key} is defined twice", child)
+                continue
+            b.steps[child.key] = child
+        else:
+            ctx.error(codes.SYNTAX, f"'{child.value}' is not a step", child,
+                      "write a step as name: with its keys, or a sequence as a -> b -> c")
+    order: list[str] = []
+    for seq in sequences:
+        names = [n.strip() for n in seq.value.split("->")] if seq.key is None else ctx.names_list(seq)
+        for name in names:
+            if name and name not in order:
+                if name not in b.steps and name.upper() != COMPLETE:
+                    b.target(name, seq)
+                    continue
+                if name.upper() != COMPLETE:
+                    order.append(name)
+    b.order = order + [s for s in b.steps if s not in order]
+    if not b.order:
+        ctx.error(codes.MISSING_KEY, "FLOW has no step", section, "write at least one step: name: with RESPOND:, ...")
+        return StepGraph(entry=None), []
+    b.add(ReturnNode(id=COMPLETE_NODE, status="success"))
+    for index, name in enumerate(b.order):
+        after = b.order[index + 1] if index + 1 < len(b.order) else COMPLETE_NODE
+        _compile_step(b, name, b.steps[name], after)
+    graph = StepGraph(entry=b.order[0], nodes=b.nodes, labels={name: name for name in b.order})
+    return graph, b.extra_agents
+
+
+def _compile_step(b: _FlowBuilder, name: str, node: Node, after: str) -> None:
+    ctx = b.ctx
+    props: dict[str, Node] = {}
+    for child in node.children:
+        if child.key is None:
+            ctx.error(codes.SYNTAX, f"'{child.value}' is not a step property", child,
+                      f"a step takes keys such as {', '.join(STEP_KEYS[:6])}")
+            continue
+        key = child.key.upper()
+        if key not in STEP_KEYS:
+            ctx.unknown_key(child, list(STEP_KEYS), f"step {name}")
+            continue
+        if ctx.fmt == "abl" and child.key != key:
+            ctx.error(codes.KEYWORD_CASE, f"'{child.key}' must be written in capitals in an .abl file", child,
+                      f"write {key}:")
+        props[key] = child
+    exit_node = props.get("THEN") or props.get("GOTO")
+    exit_id = after if exit_node is None else (b.target(exit_node.text, exit_node) or after)
+    chain: list = []  # nodes of the step in order; the last one's next is exit_id
+
+    def link(nodes: list) -> None:
+        chain.extend(nodes)
+
+    tool = None
+    if "SET" in props:
+        link(_set(b, props["SET"], name))
+    if "CLEAR" in props:
+        link(_clear(b, props["CLEAR"], name))
+    if "TRANSFORM" in props:
+        link(_transform(b, props["TRANSFORM"], name))
+    if "CALL" in props:
+        tool = _call_name(props["CALL"])
+        link(_call(b, props["CALL"], props, name))
+    reasoning = props.get("REASONING")
+    if reasoning is not None and ctx.boolean(reasoning):
+        link([_reasoning_step(b, name, props)])
+    if "PRESENT" in props:
+        link([SayNode(id=b.new_id(name, "present"), text=ctx.template(props["PRESENT"].text, props["PRESENT"]))])
+    fields = _step_fields(b, props, name)
+    respond = props.get("RESPOND")
+    if fields:
+        chain_after_gather = _gather(b, name, fields, props)
+        link(chain_after_gather)
+    if respond is not None:
+        link([SayNode(id=b.new_id(name, "respond"), text=ctx.template(respond.text, respond))])
+    if "ON_INPUT" in props or "SUB_INTENTS" in props or "DIGRESSIONS" in props:
+        link(_on_input(b, name, props))
+    for key in ("DELEGATE", "HANDOFF", "ESCALATE"):
+        if key in props:
+            link(_transfer(b, name, key, props[key]))
+    chain.insert(0, _noop(name))  # the step's entry carries its name
+    for i, n in enumerate(chain):
+        ends = isinstance(n, ReturnNode) or (isinstance(n, HandoffNode) and not n.resume)
+        if n.next is None and not ends:
+            n.next = chain[i + 1].id if i + 1 < len(chain) else exit_id
+    for n in chain:
+        b.add(n)
+    if tool is not None:
+        _bind_result_refs(chain, tool, b)
+
+
+def _bind_result_refs(chain: list, tool: str, b: _FlowBuilder) -> None:
+    """`result.x` in a step with a CALL reads what that call returned."""
+    from frontdesk.ir.walk import refs_in
+
+    for n in [*chain, *b.nodes.values()]:
+        for ref in refs_in(n):
+            if ref.space == "result" and ref.scope == "result":
+                ref.scope = tool
+
+
+# ---- the pieces of a step ----------------------------------------------------------------------------
+
+
+def _set(b: _FlowBuilder, node: Node, step: str) -> list:
+    lines = [(node.text, node)] if node.value else []
+    lines += [(c.value or "", c) for c in node.children if c.key is None]
+    lines += [(f"{c.key} = {c.text}", c) for c in node.children if c.key is not None]
+    assignments = []
+    for text, where in lines:
+        match = _ASSIGN.match(text)
+        if not match:
+            b.ctx.error(codes.BAD_EXPRESSION, f"a SET line is name = value, not '{text}'", where,
+                        "for example SET: total = price * nights")
+            continue
+        target = match.group("name")
+        _check_name(b, target, where)
+        b.ctx.fields.add(target)
+        value = b.ctx.expression(match.group("value"), where, offset=match.start("value"))
+        assignments.append(Assignment(target=Ref(scope=SESSION, name=target), value=value))
+    return [AssignNode(id=b.new_id(step, "set"), assignments=assignments)] if assignments else []
+
+
+def _check_name(b: _FlowBuilder, name: str, node: Node) -> None:
+    try:
+        from .sections.gather import check_variable_name
+    except ImportError:
+        return
+    check_variable_name(name, node, b.ctx)
+
+
+def _clear(b: _FlowBuilder, node: Node, step: str) -> list:
+    names = b.ctx.names_list(node)
+    return [AssignNode(id=b.new_id(step, "clear"),
+                       assignments=[Assignment(target=Ref(scope=SESSION, name=n), value=Lit(value=None))
+                                    for n in names])] if names else []
+
+
+def _transform(b: _FlowBuilder, node: Node, step: str) -> list:
+    ctx = b.ctx
+    match = _TRANSFORM.match(node.text)
+    if not match:
+        ctx.error(codes.BAD_EXPRESSION, "TRANSFORM is written source AS item INTO target", node,
+                  "for example TRANSFORM: result.items AS item INTO cheap_items")
+        return []
+    var = match.group("var")
+    expr: Expr = ctx.expression(match.group("src"), node, offset=match.start("src"))
+    filter_node = node.get("FILTER")
+    if filter_node is not None:
+        expr = Each(kind="filter", source=expr, var=var, body=_local_expr(ctx, filter_node.text, filter_node, var))
+    map_node = node.get("MAP")
+    if map_node is not None:
+        entries = [ObjEntry(key=c.key, value=_local_expr(ctx, c.text, c, var)) for c in map_node.entries()]
+        expr = Each(kind="map", source=expr, var=var, body=ObjLit(entries=entries))
+    sort_node = node.get("SORT_BY")
+    if sort_node is not None:
+        words = sort_node.text.split()
+        descending = len(words) > 1 and words[-1].upper() == "DESC"
+        key = words[0] if words else ""
+        body = _local_expr(ctx, key if "." in key or map_node is None else f"{var}.{key}", sort_node, var)
+        expr = Each(kind="sort_by", source=expr, var=var, body=body, descending=descending)
+    limit_node = node.get("LIMIT")
+    if limit_node is not None:
+        expr = Call(fn="LIMIT", args=[expr, ctx.expression(limit_node.text, limit_node)])
+    target = match.group("dst")
+    ctx.fields.add(target)
+    return [AssignNode(id=b.new_id(step, "transform"),
+                       assignments=[Assignment(target=Ref(scope=SESSION, name=target), value=expr)])]
+
+
+def _local_expr(ctx: SectionContext, text: str, node: Node, var: str) -> Expr:
+    from frontdesk.expr import ExprSyntaxError, parse_expression
+
+    try:
+        return parse_expression(text, ctx.agent, **{**ctx._dialect(), "locals": [var]})
+    except TypeError:
+        return parse_expression(text, ctx.agent, locals=[var], paths="flat")
+    except ExprSyntaxError as exc:
+        ctx._bad_expression(exc, node, 0)
+        return Local(name=var)
+
+
+def _call_name(node: Node) -> str | None:
+    match = _CALL.match(node.text)
+    return match.group("name") if match else None
+
+
+def _call(b: _FlowBuilder, node: Node, props: dict[str, Node], step: str) -> list:
+    ctx = b.ctx
+    match = _CALL.match(node.text)
+    if not match:
+        ctx.error(codes.BAD_EXPRESSION, f"CALL names a tool, as tool(arg, ...) or tool with WITH:, not '{node.text}'",
+                  node)
+        return []
+    tool = match.group("name")
+    if tool not in b.tools and tool not in ctx.names.tools:
+        from frontdesk.diagnostics import did_you_mean
+
+        guess = did_you_mean(tool, b.tools)
+        ctx.error(codes.UNKNOWN_TOOL, f"CALL of {tool}, which the agent does not declare", node.value_span(),
+                  f"did you mean {guess}?" if guess else "declare it under TOOLS: with its signature")
+    params = _tool_params(b, tool)
+    args: list[ArgValue] = []
+    raw = (match.group("args") or "").strip()
+    if raw:
+        for index, part in enumerate(_split_args(raw)):
+            name, value = (part.split("=", 1) if re.match(r"^\s*[A-Za-z_]\w*\s*=(?!=)", part) else (None, part))
+            pname = name.strip() if name else (params[index] if index < len(params) else f"arg{index + 1}")
+            args.append(ArgValue(name=pname, value=ctx.expression(value.strip(), node)))
+    with_node = node.get("WITH") or props.get("WITH")
+    for entry in with_node.entries() if with_node is not None else []:
+        args.append(ArgValue(name=entry.key, value=ctx.expression(entry.text, entry)))
+    as_node = node.get("AS") or props.get("AS")
+    bind = None
+    if as_node is not None and as_node.text:
+        bind = Ref(scope=SESSION, name=as_node.text)
+        ctx.fields.add(as_node.text)
+    invoke = InvokeNode(id=b.new_id(step, "call"), target=tool, target_kind="tool", args=args, result=tool, bind=bind)
+    out: list = [invoke]
+    success, fail, on_result = props.get("ON_SUCCESS"), props.get("ON_FAIL"), props.get("ON_RESULT")
+    if success is not None or fail is not None:
+        cases = []
+        otherwise = None
+        join = b.new_id(step, "join")
+        if success is not None:
+            cases.append(BranchCase(condition=ExprCondition(source=f"{tool}.success",
+                                                            expr=Ref(space="result", scope=tool, name="success")),
+                                    target=_block(b, step, success, join)))
+        if fail is not None:
+            otherwise = _block(b, step, fail, join)
+        branch = BranchNode(id=b.new_id(step, "result"), cases=cases, otherwise=otherwise)
+        out += [branch, _noop(join)]
+    if on_result is not None:
+        out += _branches(b, step, on_result)
+    return out
+
+
+def _tool_params(b: _FlowBuilder, tool: str) -> list[str]:
+    return b.params.get(tool, [])
+
+
+def _noop(node_id: str) -> AssignNode:
+    """A node that does nothing and goes on: a step's entry, or where branches join again."""
+    return AssignNode(id=node_id, assignments=[])
+
+
+def _split_args(text: str) -> list[str]:
+    parts, depth, quote, current = [], 0, None, ""
+    for ch in text:
+        if quote:
+            current += ch
+            if ch == quote:
+                quote = None
+            continue
+        if ch in "\"'":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(current)
+            current = ""
+            continue
+        current += ch
+    if current.strip():
+        parts.append(current)
+    return parts
+
+
+def _block(b: _FlowBuilder, step: str, node: Node, join: str) -> str:
+    """The nodes of an ON_SUCCESS / ON_FAIL / branch block; returns its first node's id."""
+    nodes = _actions(b, step, node)
+    then = node.get("THEN") or node.get("GOTO")
+    exit_id = b.target(then.text, then) if then is not None else join
+    exit_id = exit_id or join
+    if not nodes:
+        return exit_id
+    for i, n in enumerate(nodes):
+        if n.next is None and not isinstance(n, ReturnNode):
+            n.next = nodes[i + 1].id if i + 1 < len(nodes) else exit_id
+        b.add(n)
+    return nodes[0].id
+
+
+def _actions(b: _FlowBuilder, step: str, node: Node) -> list:
+    ctx = b.ctx
+    out: list = []
+    for child in node.children:
+        key = (child.key or "").upper()
+        if key == "SET":
+            out += _set(b, child, step)
+        elif key == "CLEAR":
+            out += _clear(b, child, step)
+        elif key == "CALL":
+            out += _call(b, child, {}, step)
+        elif key == "RESPOND":
+            out.append(SayNode(id=b.new_id(step, "say"), text=ctx.template(child.text, child)))
+        elif key in ("DELEGATE", "HANDOFF", "ESCALATE"):
+            out += _transfer(b, step, key, child)
+    return out
+
+
+def _branches(b: _FlowBuilder, step: str, node: Node) -> list:
+    """ON_INPUT / ON_RESULT items: the first IF that holds runs its block; ELSE when none does."""
+    join = b.new_id(step, "join")
+    cases: list[BranchCase] = []
+    otherwise = None
+    for item in node.items():
+        head = item.children[0] if item.children else None
+        body = Node(key=None, value=None, span=item.span, children=item.children[1:])
+        if head is not None and head.key is not None and head.key.upper() == "IF":
+            condition = b.ctx.condition(head.text, head)
+            cases.append(BranchCase(condition=condition, target=_block(b, step, body, join), span=head.span))
+        elif head is not None and ((head.key or "").upper() == "ELSE" or (head.value or "").upper() == "ELSE"):
+            body.children = ([c for c in head.children] if head.children else []) + body.children
+            otherwise = _block(b, step, body, join)
+        else:
+            b.ctx.error(codes.MISSING_KEY, "a branch starts with IF: condition or ELSE:", item,
+                        "write - IF: input == \"yes\" ... or - ELSE: ...")
+    branch = BranchNode(id=b.new_id(step, "branch"), cases=cases, otherwise=otherwise)
+    return [branch, _noop(join)]
+
+
+def _on_input(b: _FlowBuilder, step: str, props: dict[str, Node]) -> list:
+    out: list = []
+    listen = ListenNode(id=b.new_id(step, "listen"))
+    out.append(listen)
+    out += _digressions(b, step, props, listen)
+    if "ON_INPUT" in props:
+        out += _branches(b, step, props["ON_INPUT"])
+    return out
+
+
+def _digressions(b: _FlowBuilder, step: str, props: dict[str, Node], listen: ListenNode) -> list:
+    items = [*(props["SUB_INTENTS"].items() if "SUB_INTENTS" in props else []),
+             *(props["DIGRESSIONS"].items() if "DIGRESSIONS" in props else []), *b.digressions]
+    if not items:
+        return []
+    join = b.new_id(step, "join")
+    cases: list[BranchCase] = []
+    for item in items:
+        holder = Node(key=None, value=None, span=item.span, children=item.children)
+        intent = holder.get("INTENT")
+        if intent is None or not intent.text:
+            b.ctx.error(codes.MISSING_KEY, "a digression needs INTENT:", item, 'write - INTENT: "help"')
+            continue
+        examples = [intent.text.replace("_", " ")]
+        condition: Condition = ClaimsCondition(source=f'the user claims "{intent.text}"', examples=examples)
+        nodes = _actions(b, step, holder)
+        goto = holder.get("GOTO")
+        resume = b.ctx.boolean(holder.get("RESUME"), default=True)
+        exit_id = b.target(goto.text, goto) if goto is not None else (step if resume else join)
+        exit_id = exit_id or join
+        for i, n in enumerate(nodes):
+            if n.next is None and not isinstance(n, ReturnNode):
+                n.next = nodes[i + 1].id if i + 1 < len(nodes) else exit_id
+            b.add(n)
+        cases.append(BranchCase(condition=condition, target=nodes[0].id if nodes else exit_id, span=item.span))
+    branch = BranchNode(id=b.new_id(step, "digress"), cases=cases, otherwise=join)
+    listen.classifies = branch.id
+    return [branch, _noop(join)]
+
+
+def _step_fields(b: _FlowBuilder, props: dict[str, Node], step: str) -> list[GatherField]:
+    fields: list[GatherField] = []
+    gather = props.get("GATHER")
+    if gather is not None:
+        try:
+            from .sections.gather import gather_fields
+        except ImportError:
+            gather_fields = None
+        if gather_fields is not None:
+            fields = gather_fields(gather, b.ctx)
+        else:  # until the GATHER compiler is there: the field names
+            names = [i.children[0].key or i.children[0].text for i in gather.items() if i.children]
+            names += [n for n in b.ctx.names_list(gather) if n not in names] if gather.value else []
+            fields = [GatherField(name=n) for n in names if n]
+    collect = props.get("COLLECT")
+    if collect is not None:
+        prompt = b.ctx.text(props.get("PROMPT"))
+        fields += [GatherField(name=n, prompt=prompt) for n in b.ctx.names_list(collect)]
+    known = {f.name for f in b.rules.gather}
+    for f in fields:
+        b.ctx.fields.add(f.name)
+        if f.name not in known:
+            b.rules.gather.append(f)
+            known.add(f.name)
+    return fields
+
+
+def _gather(b: _FlowBuilder, step: str, fields: list[GatherField], props: dict[str, Node]) -> list:
+    """For each required field not set: ask for it, listen (any of the step's fields may be given),
+    and check again; then go on. COMPLETE_WHEN replaces the check that every required field is set."""
+    ctx = b.ctx
+    prompt_node = props.get("PROMPT") if "COLLECT" not in props else props.get("PROMPT")
+    step_prompt = ctx.text(prompt_node)
+    names = [f.name for f in fields]
+    required = [f for f in fields if f.required] or fields
+    out: list = []
+    first_ask: str | None = None
+    for f in required:
+        ask = SayNode(id=b.new_id(step, f"ask_{f.name}_"), text=ctx.template(
+            f.prompt or step_prompt or f"What is your {f.name.replace('_', ' ')}?", prompt_node))
+        listen = ListenNode(id=b.new_id(step, "listen"), extracts=names)
+        check = BranchNode(id=b.new_id(step, f"has_{f.name}_"), cases=[BranchCase(
+            condition=ExprCondition(source=f"{f.name} IS SET", expr=IsSet(item=Ref(scope=SESSION, name=f.name))),
+            target="")], otherwise=ask.id)
+        again = JumpNode(id=b.new_id(step, "again"), target=check.id, target_name=step)
+        ask.next, listen.next = listen.id, again.id
+        for n in (ask, listen, again):
+            b.add(n)
+        out.append(check)
+        first_ask = first_ask or ask.id
+    complete_when = props.get("COMPLETE_WHEN")
+    if complete_when is not None:
+        done = ctx.condition(complete_when.text, complete_when)
+        out.append(BranchNode(id=b.new_id(step, "complete_when"), cases=[BranchCase(condition=done, target="")],
+                              otherwise=first_ask))
+    out.append(_noop(b.new_id(step, "gathered")))
+    for i, n in enumerate(out[:-1]):  # a check that holds goes on to the next one, the last to the rest
+        n.cases[0].target = out[i + 1].id
+    return out
+
+
+def _reasoning_step(b: _FlowBuilder, step: str, props: dict[str, Node]) -> InvokeNode:
+    ctx = b.ctx
+    name = f"{ctx.agent}__{step}"
+    extra = ctx.text(props.get("INSTRUCTIONS")) or ctx.text(props.get("GOAL"))
+    instructions = "\n\n".join(x for x in (b.instructions, f"This step ({step}): {extra}" if extra else "") if x)
+    from frontdesk.ir.models import ArgDef
+
+    args = [ArgDef(name=f.name, description=f.prompt, type=f.type, bound_to=Ref(scope=SESSION, name=f.name))
+            for f in b.rules.gather]
+    agent = ReasoningAgent(name=name, description=f"{ctx.agent}: step {step}", instructions=instructions,
+                           args=args, tools=list(b.tools), delegates=list(b.delegates), handoffs=list(b.handoffs),
+                           span=props["REASONING"].span)
+    b.extra_agents.append(agent)
+    return InvokeNode(id=b.new_id(step, "reason"), target=name, target_kind="agent")
+
+
+def _transfer(b: _FlowBuilder, step: str, key: str, node: Node) -> list:
+    ctx = b.ctx
+    if key == "ESCALATE":
+        reason = ctx.text(node.get("REASON")) if node.children else ctx.text(node)
+        return [EscalateNode(id=b.new_id(step, "escalate"), reason=reason)]
+    target = node.text or ctx.text(node.get("TO")) or ctx.text(node.get("AGENT"))
+    if target not in ctx.names.agents:
+        from frontdesk.diagnostics import did_you_mean
+
+        guess = did_you_mean(target, sorted(ctx.names.agents))
+        ctx.error(codes.UNKNOWN_AGENT, f"{key} names {target}, which is not an agent of the project",
+                  node.value_span() if node.value else node, f"did you mean {guess}?" if guess else None)
+        return []
+    if key == "DELEGATE":
+        return [InvokeNode(id=b.new_id(step, "delegate"), target=target, target_kind="agent")]
+    resume = ctx.boolean(node.get("RETURN"))
+    return [HandoffNode(id=b.new_id(step, "handoff"), target=target, resume=resume)]
+
+
