@@ -137,6 +137,45 @@ def compile_(
 
 
 @app.command()
+def convert(
+    source: Path = typer.Argument(..., help="An .agent.abl or .agent.yaml file (or a folder of them)."),
+    output: Optional[Path] = typer.Option(None, "-o", "--output",
+                                          help="Where to write (a file, or a folder for a folder); default: stdout."),
+) -> None:
+    """Turn ABL's .agent.abl form into .agent.yaml and back (the same program; comments are not kept)."""
+    from frontdesk.diagnostics import DiagnosticBag
+    from frontdesk.lang.abl.convert import to_abl, to_yaml
+    from frontdesk.lang.abl.documents import read_document
+
+    files = sorted(p for p in source.rglob("*") if p.name.endswith((".agent.abl", ".agent.yaml"))) \
+        if source.is_dir() else [source]
+    if not files or not all(f.name.endswith((".agent.abl", ".agent.yaml", ".agent.yml")) for f in files):
+        _error(f"{source}: give an .agent.abl or .agent.yaml file, or a folder holding them")
+        raise typer.Exit(2)
+    failed = False
+    for f in files:
+        bag = DiagnosticBag()
+        doc = read_document(f, str(f), bag)
+        errors = [d for d in bag.items if d.is_error]
+        if doc is None or errors:
+            _print_diagnostics(bag.items)
+            failed = True
+            continue
+        to_yaml_form = doc.fmt == "abl"
+        text = to_yaml(doc.root) if to_yaml_form else to_abl(doc.root)
+        name = f.name.replace(".agent.abl", ".agent.yaml") if to_yaml_form else \
+            f.name.replace(".agent.yaml", ".agent.abl").replace(".agent.yml", ".agent.abl")
+        if output is None:
+            sys.stdout.write(text)
+            continue
+        target = output / f.relative_to(source).with_name(name) if source.is_dir() else output
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+        err.print(Text(f"wrote {target}"))
+    raise typer.Exit(1 if failed else 0)
+
+
+@app.command()
 def schema(output: Optional[Path] = typer.Option(None, "-o", "--output")) -> None:
     """Print the JSON schema of the IR."""
     from frontdesk.ir.schema import generate_schema

@@ -12,6 +12,8 @@ from frontdesk.expr.functions import lookup as lookup_function
 from frontdesk.expr.handlebars import parse_handlebars
 from frontdesk.expr.parser import (
     MAX_NESTING_DEPTH,
+    AblNames,
+    Dialect,
     ExprSyntaxError,
     collect_calls,
     collect_refs,
@@ -29,6 +31,8 @@ from frontdesk.expr.template import (
 
 __all__ = [
     "MAX_NESTING_DEPTH",
+    "AblNames",
+    "Dialect",
     "EvalEnv",
     "EvalError",
     "ExprSyntaxError",

@@ -712,3 +712,64 @@ def _unique_id(env: EvalEnv, length: Any = None) -> str:
     if not 1 <= size <= MAX_ID_LENGTH:
         raise EvalError(f"UNIQUE_ID() takes a length from 1 to {MAX_ID_LENGTH}")
     return "".join(env.random.choice(ID_ALPHABET) for _ in range(size))
+
+
+# ---------------------------------------------------------------------------
+# ABL's tests on text (abl-specification 3.14.3 and 3.14.5: `input.contains("change")`,
+# `input matches /room\s*\d+/`, and the bare words `yes` / `no` of an ON_INPUT condition)
+# ---------------------------------------------------------------------------
+
+
+@_fn("CONTAINS", [Param("value"), Param("part")], "boolean",
+     "whether text contains part (ignoring letter case), a list has part as an item, or a mapping "
+     "has the key part; None contains nothing")
+def _contains(value: Any, part: Any) -> bool:
+    if value is None or part is None:
+        return False
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return any(values_equal(item, part) for item in value)
+    if isinstance(value, dict):
+        return _text(part) in value
+    return _text(part).casefold() in _text(value).casefold()
+
+
+@_fn("MATCHES", [Param("value", "text"), Param("pattern", "text", check=_check_regex)], "boolean",
+     "whether the regular expression is found in the text (Python re.search); None never matches. "
+     "The ABL runtime keeps the groups of a successful match in the system variable `match`")
+def _matches(value: Any, pattern: Any) -> bool:
+    return _regex("search")(pattern, value)
+
+
+_WORDS = re.compile(r"[^\W_]+(?:'[^\W_]+)?")
+_YES_STARTS = (("yes",), ("y",), ("yeah",), ("yep",), ("yup",), ("ya",), ("sure",), ("ok",), ("okay",),
+               ("k",), ("correct",), ("right",), ("absolutely",), ("definitely",), ("certainly",), ("affirmative",),
+               ("confirm",), ("confirmed",), ("agreed",), ("yes", "please"), ("please", "do"), ("go", "ahead"),
+               ("of", "course"), ("sounds", "good"), ("that's", "right"), ("that", "is", "right"),
+               ("do", "it"), ("proceed",))
+_NO_STARTS = (("no",), ("n",), ("nope",), ("nah",), ("negative",), ("never",), ("not", "now"),
+              ("not", "really"), ("don't",), ("do", "not"), ("cancel",), ("stop",), ("no", "thanks"))
+_NEGATIONS = frozenset({"not", "don't", "no", "never", "cancel", "stop", "nope", "nah"})
+
+
+def _words(value: Any) -> list[str]:
+    return [w.casefold().replace("\u2019", "'") for w in _WORDS.findall(_text(value))] if value is not None else []
+
+
+def _starts_with_any(words: list[str], starts: tuple[tuple[str, ...], ...]) -> bool:
+    return any(tuple(words[: len(start)]) == start for start in starts)
+
+
+@_fn("SAYS_YES", [Param("text", "text")], "boolean",
+     'whether the message starts with a yes ("yes", "yeah", "sure", "ok", "go ahead", ...) and says '
+     "no word of refusal; a fixed word list, no model")
+def _says_yes(text: Any) -> bool:
+    words = _words(text)
+    return bool(words) and _starts_with_any(words, _YES_STARTS) and not (_NEGATIONS & set(words))
+
+
+@_fn("SAYS_NO", [Param("text", "text")], "boolean",
+     'whether the message starts with a no ("no", "nope", "not now", "don\'t", "cancel", ...); a fixed '
+     "word list, no model")
+def _says_no(text: Any) -> bool:
+    words = _words(text)
+    return bool(words) and _starts_with_any(words, _NO_STARTS)

@@ -15,10 +15,11 @@ of that name (`{{currency}}` beside `{{this.price}}`); fields of the item are re
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
-from frontdesk.expr.parser import ExprSyntaxError, PathMode, parse_expression
+from frontdesk.expr.parser import Dialect, ExprSyntaxError, PathMode, parse_expression
 from frontdesk.expr.template import TemplateSyntaxError
 from frontdesk.ir.expr import (
     EachPart,
@@ -75,15 +76,23 @@ class _Frame:
 
 
 def parse_handlebars(text: str, agent: str = "", *, paths: PathMode = "flat",
-                     locals: Iterable[str] = ()) -> Template:
+                     locals: Iterable[str] = (), dialect: Dialect = "adl",
+                     memory_paths: Mapping[str, str] | Iterable[str] | None = None,
+                     tools: Iterable[str] = ()) -> Template:
     """Lower a Handlebars-style template to an IR Template; names are read with `paths` for `agent`.
+
+    With `dialect="abl"` the holes are ABL expressions, names read as parse_expression reads them
+    (`memory_paths`, `tools`: see AblNames); `paths` does not apply.
 
     Raises TemplateSyntaxError with a 1-based column (an offset within `text`) for a malformed tag,
     a block that is not closed or closed by the wrong tag, or a bad expression inside a tag.
     """
     items: list[str | _Tag] = _split(text)
     _strip_standalone(items)
-    return Template(source=text, parts=_Builder(agent, paths, frozenset(locals)).build(items))
+    options: dict[str, Any] = {"paths": paths}
+    if dialect == "abl":
+        options = {"dialect": "abl", "memory_paths": memory_paths, "tools": tuple(tools)}
+    return Template(source=text, parts=_Builder(agent, options, frozenset(locals)).build(items))
 
 
 def _split(text: str) -> list[str | _Tag]:
@@ -150,9 +159,9 @@ def _strip_standalone(items: list[str | _Tag]) -> None:
 
 
 class _Builder:
-    def __init__(self, agent: str, paths: PathMode, locals: frozenset[str]) -> None:
+    def __init__(self, agent: str, options: dict[str, Any], locals: frozenset[str]) -> None:
         self.agent = agent
-        self.paths = paths
+        self.options = options  # how parse_expression reads names: paths, or the ABL dialect
         self.stack = [_Frame("root", None, locals=locals)]
 
     @property
@@ -188,7 +197,7 @@ class _Builder:
                                       hint="write the variable's name")
         source = _PARENT.sub(lambda m: "   ", text)  # ../name is the variable name (same columns)
         try:
-            return parse_expression(source, self.agent, locals=locals_, paths=self.paths)
+            return parse_expression(source, self.agent, locals=locals_, **self.options)
         except ExprSyntaxError as exc:
             raise TemplateSyntaxError(exc.message, at + exc.column, exc.hint) from None
 

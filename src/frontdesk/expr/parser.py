@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
+from lark.tree import Meta
 
 from frontdesk.diagnostics import did_you_mean
 from frontdesk.expr import functions
@@ -40,6 +42,12 @@ MAX_TEXT_LENGTH = 10_000
 # agent, tool or subflow `a`, and further parts are members. "flat" (ABL, Handlebars): `a` is a
 # variable of the agent and every further part is a member.
 PathMode = Literal["scoped", "flat"]
+
+# Which language the text is written in. "adl" (the default) is the grammar above with `paths`;
+# "abl" also takes upper-case AND / OR / NOT / IN / IMPLIES / TRUE / FALSE / NULL, `x matches /re/`,
+# method tests (`input.contains("x")`), `{{name}}`, `match.0`, object shorthand `{a, b: 1}`, and reads
+# names as ABL does (see AblNames and _Converter._abl_name).
+Dialect = Literal["adl", "abl"]
 
 # Item-wise operations written like calls with a function of each item: filter(items, i => i.price > 3).
 EACH_FORMS: dict[str, str] = {
@@ -111,6 +119,135 @@ def _lark() -> Lark:
     return Lark(grammar, parser="lalr", lexer="basic", propagate_positions=True, maybe_placeholders=True)
 
 
+# ABL's additions to the one grammar: `x matches "re"` (a regex literal /re/ is turned into a string of
+# the same length before parsing), `match.0`, and object shorthand `{destination, price: total}`.
+_ABL_GRAMMAR_EXTENSION = """
+%extend comparison: sum NAME STRING -> word_test
+                  | sum NAME RAW_STRING -> word_test
+%extend postfix: postfix NUMBER -> dot_index
+%extend entry: NAME -> shorthand_entry
+"""
+
+# Upper-case keywords of ABL, re-typed by the lexer (lower case stays a keyword too).
+_ABL_KEYWORDS = {"AND": "_AND", "OR": "_OR", "NOT": "NOT", "IN": "IN", "IMPLIES": "_IMPLIES"}
+
+
+def _abl_keyword(token: Token) -> Token:
+    kind = _ABL_KEYWORDS.get(str(token))
+    if kind is not None:
+        token.type = kind
+    return token
+
+
+@lru_cache(maxsize=1)
+def _abl_lark() -> Lark:
+    grammar = (Path(__file__).parent / "grammar.lark").read_text(encoding="utf-8") + _ABL_GRAMMAR_EXTENSION
+    return Lark(grammar, parser="lalr", lexer="basic", propagate_positions=True, maybe_placeholders=True,
+                lexer_callbacks={"NAME": _abl_keyword})
+
+
+# ---------------------------------------------------------------------------
+# How ABL reads names
+# ---------------------------------------------------------------------------
+
+ABL_LITERAL_WORDS: dict[str, Any] = {**LITERAL_WORDS, "TRUE": True, "FALSE": False, "NULL": None}
+
+# Persistent memory roots and the memory scope each stands for (abl-specification 3.7.2).
+ABL_MEMORY_ROOTS: dict[str, str] = {"user": "user", "project": "project", "workflow": "execution_tree"}
+
+# System-assigned variables (abl-specification 8.8, and the reserved identifiers of 3.7.2): read from
+# Ref space "system" (scope "system") under these names. Any other name starting with "_" is one too.
+ABL_SYSTEM_VARIABLES = frozenset({
+    "input",  # the user's message (ON_INPUT conditions)
+    "match",  # capture groups of the last successful `matches`: match.0, match.1, match.room_id
+    "all_fields_gathered", "sentiment_trajectory", "tool_failures", "constraint_failures",
+    "channel", "language", "user_id", "project_id", "tenant_id", "session_id",
+})
+# Two-part system variables (8.8): `user.intent` is Ref(system, "system", "user.intent").
+ABL_SYSTEM_PATHS = frozenset({("user", "intent"), ("user", "sentiment"), ("handoff", "completed"),
+                              ("escalate", "completed")})
+# Roots whose next part names a system value: `system.turn`, `context.channel` (BEHAVIOR_PROFILES WHEN).
+ABL_SYSTEM_ROOTS = frozenset({"system", "context"})
+_LAST_RESULT = re.compile(r"last_(\w+?)_result")
+# ON_INPUT's bare `yes` / `no` (3.14.3: `IF: input == "yes" OR yes`): whether the message says so.
+ABL_INTENT_WORDS = {"yes": "SAYS_YES", "no": "SAYS_NO"}
+# Method-style tests on a value: `input.contains("change")` is CONTAINS(input, "change").
+ABL_METHODS = {"contains": "CONTAINS", "includes": "CONTAINS", "matches": "MATCHES"}
+# Infix word tests: `input matches /room\s*\d+/`.
+ABL_WORD_TESTS = {"matches": "MATCHES", "contains": "CONTAINS"}
+
+
+@dataclass(frozen=True)
+class AblNames:
+    """What an ABL expression's names can refer to, beyond session variables.
+
+    `memory_paths`: the agent's declared persistent paths (MEMORY persistent PATH), as path -> memory
+    scope ("user", "project", "execution_tree") or just the paths (the scope follows the root:
+    user., project., workflow.); `tools`: the agent's tool names (`search_hotels.total` reads its result).
+    """
+
+    memory_paths: Mapping[str, str] | None = None
+    tools: frozenset[str] = frozenset()
+
+    @staticmethod
+    def make(memory_paths: Mapping[str, str] | Iterable[str] | None, tools: Iterable[str]) -> AblNames:
+        paths: dict[str, str] | None = None
+        if memory_paths is not None:
+            if isinstance(memory_paths, Mapping):
+                paths = {str(k): str(v) for k, v in memory_paths.items()}
+            else:
+                paths = {}
+                for path in memory_paths:
+                    root = str(path).split(".", 1)[0]
+                    paths[str(path)] = ABL_MEMORY_ROOTS.get(root, "user")
+        return AblNames(paths, frozenset(tools))
+
+
+_REGEX_LITERAL = re.compile(r"(?<![\w.])(matches|MATCHES)(\s+)/((?:[^/\\\n]|\\.)+)/([a-z]*)")
+_BRACED_NAME = re.compile(r"\{\{\s*([^\W\d][\w.]*)\s*\}\}")
+_EMPTY_BRACES = re.compile(r"\{\{\s*\}\}")
+_QUOTED = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|\u201c[^\u201d]*\u201d', re.DOTALL)
+
+
+def _in_quotes(text: str) -> Callable[[int], bool]:
+    """Whether a position of `text` is inside a quoted text (rewrites must leave those alone)."""
+    spans = [(m.start(), m.end()) for m in _QUOTED.finditer(text)]
+    return lambda pos: any(lo <= pos < hi for lo, hi in spans)
+
+
+def _abl_prepare(text: str) -> tuple[str, dict[int, str]]:
+    """Text the ABL grammar reads, with the same columns: each regex literal after `matches` becomes a
+    quoted placeholder whose pattern is kept by start position, and `{{name}}` loses its braces."""
+    patterns: dict[int, str] = {}
+    quoted = _in_quotes(text)
+
+    def literal(found: re.Match[str]) -> str:
+        if quoted(found.start()):
+            return found.group(0)
+        body, flags = found.group(3), found.group(4)
+        start = found.start(3) - 1
+        bad = next((f for f in flags if f not in "imsx"), None)
+        if bad is not None:
+            raise ExprSyntaxError(f"unknown regex flag {bad!r}", found.start(4) + 1 + flags.index(bad),
+                                  hint="flags after /.../ can be i, m, s or x")
+        patterns[start] = (f"(?{flags})" if flags else "") + body.replace("\\/", "/")
+        return found.group(1) + found.group(2) + '"' + "_" * len(body) + '"' + " " * len(flags)
+
+    text = _REGEX_LITERAL.sub(literal, text)
+    quoted = _in_quotes(text)
+    for empty in _EMPTY_BRACES.finditer(text):
+        if not quoted(empty.start()):
+            raise ExprSyntaxError("expected a name inside {{ }}", empty.start() + 1,
+                                  hint="write {{name}}, or just name")
+
+    def unbrace(m: re.Match[str]) -> str:
+        if quoted(m.start()):
+            return m.group(0)
+        return " " * (m.start(1) - m.start()) + m.group(1) + " " * (m.end() - m.end(1))
+
+    return _BRACED_NAME.sub(unbrace, text), patterns
+
+
 def known_function_names() -> list[str]:
     """Every function a call may name: the registry's and the item-wise forms."""
     return sorted(set(functions.function_names()) | set(EACH_FORMS), key=str.lower)
@@ -121,12 +258,19 @@ def known_function_names() -> list[str]:
 # ---------------------------------------------------------------------------
 
 
-def parse_condition(text: str, agent: str, *, locals: Iterable[str] = (), paths: PathMode = "scoped") -> Condition:
+def parse_condition(text: str, agent: str, *, locals: Iterable[str] = (), paths: PathMode = "scoped",
+                    dialect: Dialect = "adl", memory_paths: Mapping[str, str] | Iterable[str] | None = None,
+                    tools: Iterable[str] = ()) -> Condition:
     """Parse an `if:` condition: `the user claims "..."` or an expression over arguments of `agent`.
 
     `locals` are names bound by an enclosing item-wise operation (they read as Local);
-    `paths` says how dotted names are read (see PathMode).
+    `paths` says how dotted names are read (see PathMode). With `dialect="abl"` the text is an ABL
+    condition (REQUIRE, WHEN, IF, COMPLETE_WHEN, FILTER): `paths` and the claims form do not apply,
+    and `memory_paths` / `tools` say which dotted names are persistent memory and tool results (AblNames).
     """
+    if dialect == "abl":
+        expr = _parse(text, agent, what="condition", locals=locals, abl=AblNames.make(memory_paths, tools))
+        return ExprCondition(source=text, expr=expr)
     if _CLAIMS_PREFIX.match(text):
         return ClaimsCondition(source=text, examples=_parse_claims(text))
     try:
@@ -143,8 +287,15 @@ def parse_condition(text: str, agent: str, *, locals: Iterable[str] = (), paths:
     return ExprCondition(source=text, expr=expr)
 
 
-def parse_expression(text: str, agent: str, *, locals: Iterable[str] = (), paths: PathMode = "scoped") -> Expr:
-    """Parse a value expression (e.g. a `set:` value or call argument); bare names belong to `agent`."""
+def parse_expression(text: str, agent: str, *, locals: Iterable[str] = (), paths: PathMode = "scoped",
+                     dialect: Dialect = "adl", memory_paths: Mapping[str, str] | Iterable[str] | None = None,
+                     tools: Iterable[str] = ()) -> Expr:
+    """Parse a value expression (e.g. a `set:` value or call argument); bare names belong to `agent`.
+
+    With `dialect="abl"`: an ABL value (SET, WITH, MAP, STORE, INPUT), names read as in parse_condition.
+    """
+    if dialect == "abl":
+        return _parse(text, agent, what="value", locals=locals, abl=AblNames.make(memory_paths, tools))
     found = _CLAIMS_PREFIX.match(text)
     if found:
         raise ExprSyntaxError(
@@ -326,12 +477,18 @@ def _parse_claims(text: str) -> list[str]:
 # ---------------------------------------------------------------------------
 
 
-def _parse(text: str, agent: str, what: str, locals: Iterable[str] = (), paths: PathMode = "scoped") -> Expr:
+def _parse(text: str, agent: str, what: str, locals: Iterable[str] = (), paths: PathMode = "scoped",
+           abl: AblNames | None = None) -> Expr:
     if not text.strip():
         raise ExprSyntaxError(f"the {what} is empty", 1)
     if len(text) > MAX_TEXT_LENGTH:
         raise ExprSyntaxError(f"the {what} is too long (more than {MAX_TEXT_LENGTH} characters)", MAX_TEXT_LENGTH + 1)
-    parser = _lark()
+    patterns: dict[int, str] = {}
+    if abl is not None:
+        text, patterns = _abl_prepare(text)
+        if not text.strip():
+            raise ExprSyntaxError(f"the {what} is empty", 1)
+    parser = _abl_lark() if abl is not None else _lark()
     try:
         tokens = list(parser.lex(text))
     except UnexpectedCharacters as err:
@@ -341,7 +498,7 @@ def _parse(text: str, agent: str, what: str, locals: Iterable[str] = (), paths: 
     except UnexpectedInput as err:
         raise _unexpected_token(text, tokens, err, what) from None
     _check_depth(tree)
-    return _Converter(agent, frozenset(locals), paths).convert(tree)
+    return _Converter(agent, frozenset(locals), paths, abl, patterns).convert(tree)
 
 
 def _bad_character(text: str, pos: int) -> ExprSyntaxError:
@@ -369,6 +526,8 @@ def _bad_character(text: str, pos: int) -> ExprSyntaxError:
 def _describe(token: Token) -> str:
     if token.type == "$END":
         return "the end"
+    if token.type in ("_IMPLIES", "_OR", "_AND", "NOT", "IN"):  # as written (ABL also takes AND, OR, ...)
+        return repr(str(token))
     return repr(_TOKEN_TEXT.get(token.type, str(token)))
 
 
@@ -507,7 +666,7 @@ def _after_comparison(tokens: list[Token], index: int) -> bool:
 
 _NESTING_RULES = frozenset({
     "or_", "and_", "not_", "compare", "call", "list", "implies", "is_test", "arith", "neg", "attr", "index",
-    "obj", "lambda",
+    "obj", "lambda", "word_test", "dot_index",
 })
 
 
@@ -532,10 +691,13 @@ def _check_depth(tree: Tree) -> None:
 class _Converter:
     """Turns a lark parse tree into IR expressions, resolving names and checking calls against the registry."""
 
-    def __init__(self, agent: str, locals: frozenset[str], paths: PathMode) -> None:
+    def __init__(self, agent: str, locals: frozenset[str], paths: PathMode, abl: AblNames | None = None,
+                 patterns: dict[int, str] | None = None) -> None:
         self.agent = agent
         self.locals = locals
         self.paths = paths
+        self.abl = abl  # None: ADL (or Handlebars with `paths`); else ABL's names
+        self.patterns = patterns or {}  # ABL regex literals by the start of their placeholder
 
     def convert(self, node: Tree) -> Expr:
         kind = node.data
@@ -549,7 +711,7 @@ class _Converter:
             return Implies(left=self.convert(left), right=self.convert(right))
         if kind == "compare":
             left, op_tree, right = node.children
-            op = " ".join(str(t) for t in op_tree.children)
+            op = " ".join(str(t).lower() if t.type in ("NOT", "IN") else str(t) for t in op_tree.children)
             return Compare(cmp=op, left=self.convert(left), right=self.convert(right))
         if kind == "is_test":
             return self._is_test(node)
@@ -561,10 +723,15 @@ class _Converter:
             if isinstance(item, Lit) and isinstance(item.value, (int, float)) and not isinstance(item.value, bool):
                 return Lit(value=-item.value)
             return Neg(item=item)
-        if kind in ("name", "attr", "index"):
+        if kind in ("name", "attr", "index", "dot_index"):
             return self._postfix(node)
         if kind in ("string", "raw_string"):
-            return Lit(value=_string_value(node.children[0]))
+            token = node.children[0]
+            if token.start_pos in self.patterns:
+                return Lit(value=self.patterns[token.start_pos])
+            return Lit(value=_string_value(token))
+        if kind == "word_test":
+            return self._word_test(node)
         if kind == "number":
             try:
                 return Lit(value=_number_value(str(node.children[0])))
@@ -589,7 +756,7 @@ class _Converter:
         """A name followed by `.member` / `[index]` parts, or members of any other value."""
         trailers: list[Tree] = []
         root: Any = node
-        while isinstance(root, Tree) and root.data in ("attr", "index"):
+        while isinstance(root, Tree) and root.data in ("attr", "index", "dot_index"):
             trailers.append(root)
             root = root.children[0]
         trailers.reverse()
@@ -609,6 +776,8 @@ class _Converter:
             if trailer.data != "attr":
                 break
             dotted.append(str(trailer.children[1]))
+        if self.abl is not None:
+            return self._abl_name(dotted, trailers, column)
         if first in LITERAL_WORDS:
             if not trailers:
                 return Lit(value=LITERAL_WORDS[first])
@@ -626,10 +795,72 @@ class _Converter:
         for trailer in trailers:
             if trailer.data == "attr":
                 key: Expr = Lit(value=str(trailer.children[1]))
+            elif trailer.data == "dot_index":
+                key = Lit(value=_dot_index(trailer))
             else:
                 key = self.convert(trailer.children[1])
             expr = Get(obj=expr, key=key)
         return expr
+
+    def _abl_name(self, dotted: list[str], trailers: list[Tree], column: int) -> Expr:
+        """An ABL name with its members: `x` and `a.b` are session variables (`a`, then member `b`),
+        except the roots ABL gives a meaning (session., system., context., result., input, match,
+        last_<tool>_result, declared tools and persistent memory paths, system-assigned variables)."""
+        assert self.abl is not None
+        first = dotted[0]
+        if first in ABL_LITERAL_WORDS:
+            if not trailers:
+                return Lit(value=ABL_LITERAL_WORDS[first])
+            raise ExprSyntaxError(f"{first!r} is a value and cannot be part of a name like {'.'.join(dotted)!r}",
+                                  column)
+        two = len(dotted) >= 2
+        if first == "session" and two:
+            return self._apply(Ref(space="var", scope="session", name=dotted[1]), trailers[1:])
+        if first in ABL_SYSTEM_ROOTS and two:
+            return self._apply(Ref(space="system", scope="system", name=dotted[1]), trailers[1:])
+        if first == "result" and two:
+            return self._apply(Ref(space="result", scope="result", name=dotted[1]), trailers[1:])
+        last = _LAST_RESULT.fullmatch(first)
+        if last is not None or first in self.abl.tools:
+            tool = last.group(1) if last is not None else first
+            if two:
+                return self._apply(Ref(space="result", scope=tool, name=dotted[1]), trailers[1:])
+            return self._apply(Ref(space="result", scope=tool, name="value"), trailers)
+        memory = self._abl_memory(dotted)
+        if memory is not None:
+            ref, used = memory
+            return self._apply(ref, trailers[used - 1:])
+        if two and (first, dotted[1]) in ABL_SYSTEM_PATHS:
+            return self._apply(Ref(space="system", scope="system", name=f"{first}.{dotted[1]}"), trailers[1:])
+        if first in ABL_SYSTEM_VARIABLES or first.startswith("_"):
+            return self._apply(Ref(space="system", scope="system", name=first), trailers)
+        if first in ABL_INTENT_WORDS and not trailers:
+            return Call(fn=ABL_INTENT_WORDS[first], args=[Ref(space="system", scope="system", name="input")])
+        if first.startswith("@"):
+            raise ExprSyntaxError(f"{first!r} can only be used inside {{{{#each}}}}", column,
+                                  hint="names start with a letter or '_'")
+        return self._apply(Ref(space="var", scope="session", name=first), trailers)
+
+    def _abl_memory(self, dotted: list[str]) -> tuple[Ref, int] | None:
+        """A declared persistent path that `dotted` starts with (the longest), as a memory Ref and the
+        number of parts it used; None when memory paths were not given or none matches."""
+        paths = self.abl.memory_paths if self.abl is not None else None
+        if not paths or dotted[0] not in ABL_MEMORY_ROOTS or len(dotted) < 2:
+            return None
+        for used in range(len(dotted), 1, -1):
+            path = ".".join(dotted[:used])
+            if path in paths:
+                return Ref(space="memory", scope=paths[path], name=".".join(dotted[1:used])), used
+        return None
+
+    def _word_test(self, node: Tree) -> Expr:
+        """`x matches "re"` / `x matches /re/` (ABL) and `x contains "text"`."""
+        subject, word, pattern = node.children
+        fn = ABL_WORD_TESTS.get(str(word).lower()) if self.abl is not None else None
+        if fn is None:
+            raise _operator_expected(pattern, _column(pattern))
+        pattern_tree = _token_tree("string" if pattern.type == "STRING" else "raw_string", pattern)
+        return self._registered_call(fn, [subject, pattern_tree], _column(word))
 
     def _is_test(self, node: Tree) -> Expr:
         subject, *words = node.children
@@ -666,7 +897,11 @@ class _Converter:
         entries: list[ObjEntry] = []
         seen: set[str] = set()
         for entry in entries_tree.children if entries_tree is not None else []:
-            key_token, value_tree = entry.children
+            if entry.data == "shorthand_entry":  # ABL `{destination, price: total}`: the key is the name
+                key_token = entry.children[0]
+                value_tree = Tree("name", [key_token], meta=entry.meta)
+            else:
+                key_token, value_tree = entry.children
             key = _string_value(key_token) if key_token.type == "STRING" else str(key_token)
             if key in seen:
                 raise ExprSyntaxError(f"the key {key!r} is given twice", _column(key_token))
@@ -682,6 +917,12 @@ class _Converter:
         callee, args_tree = node.children
         fn = _dotted_name(callee)
         column = _column(node)
+        if self.abl is not None and isinstance(callee, Tree) and callee.data == "attr" and \
+                (fn is None or functions.lookup(fn) is None) and str(callee.children[1]) in ABL_METHODS:
+            # ABL's method tests: `input.contains("change")` is CONTAINS(input, "change")
+            arg_trees = list(args_tree.children) if args_tree is not None else []
+            method = ABL_METHODS[str(callee.children[1])]
+            return self._registered_call(method, [callee.children[0], *arg_trees], _column(callee.children[1]))
         if fn is None:
             raise ExprSyntaxError("only functions can be called", column,
                                   hint="call a function by its name, e.g. len(x)")
@@ -693,6 +934,10 @@ class _Converter:
                 raise ExprSyntaxError(
                     f"{fn}() does not take a function of each item", _column(tree), hint=_EACH_EXAMPLE
                 )
+        return self._registered_call(fn, arg_trees, column)
+
+    def _registered_call(self, fn: str, arg_trees: list[Any], column: int) -> Expr:
+        """A call of the registry's function `fn`: known name, number of arguments, literal checks."""
         spec = functions.lookup(fn)
         if spec is None:
             known = known_function_names()
@@ -734,7 +979,7 @@ class _Converter:
         if var in LITERAL_WORDS:
             raise ExprSyntaxError(f"{var!r} is a value and cannot name an item", _column(var_token))
         source = self.convert(source_tree)
-        inner = _Converter(self.agent, self.locals | {var}, self.paths)
+        inner = _Converter(self.agent, self.locals | {var}, self.paths, self.abl, self.patterns)
         body = inner.convert(body_tree)
         descending = False
         if len(arg_trees) == 3:
@@ -776,6 +1021,26 @@ def _column(node: Any) -> int:
     if isinstance(node, Tree) and not node.meta.empty:
         return node.meta.start_pos + 1
     return 1
+
+
+def _token_tree(kind: str, token: Token) -> Tree:
+    """A one-token tree (with the token's position) for a token the grammar did not wrap."""
+    meta = Meta()
+    meta.empty = False
+    meta.start_pos, meta.end_pos = token.start_pos, token.end_pos
+    meta.line, meta.column = token.line, token.column
+    return Tree(kind, [token], meta=meta)
+
+
+def _dot_index(trailer: Tree) -> int:
+    """The index of ABL's `match.0`: a number token `.0` written right after the value."""
+    token = trailer.children[1]
+    text = str(token)
+    obj = trailer.children[0]
+    end = obj.meta.end_pos if isinstance(obj, Tree) and not obj.meta.empty else None
+    if not re.fullmatch(r"\.\d+", text) or (end is not None and token.start_pos != end):
+        raise _operator_expected(token, _column(token))
+    return int(text[1:])
 
 
 def _number_value(text: str) -> int | float:

@@ -54,9 +54,6 @@ from frontdesk.ir.expr import (  # noqa: F401
     TextPart,
 )
 
-
-
-
 # ---------------------------------------------------------------------------
 # Step graph: flow agents (ADL) and FLOW sections (ABL) lower to this.
 # ---------------------------------------------------------------------------
@@ -260,6 +257,11 @@ class Handoff(IRModel):
     purpose: str = ""
     resume: bool = False  # RETURN: true: come back to this agent when the other ends
     passes: list[str] = Field(default_factory=list)  # this agent's arguments copied to the other's
+    when: str = ""  # when to hand off, as written (a condition, or words for the model)
+    summary: Template | None = None  # told to the agent taking over (CONTEXT.summary)
+    history: str = "none"  # how much conversation it sees: none, summary_only, full, last_n:N
+    on_return: dict[str, Expr] = Field(default_factory=dict)  # values it hands back (ON_RETURN map)
+    extra: dict[str, Any] = Field(default_factory=dict)  # async, remote, ON_RETURN action, ... as written
     span: Span | None = None
 
 

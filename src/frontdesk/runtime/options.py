@@ -44,6 +44,12 @@ def agent_examples(program: Program, name: str) -> tuple[str, ...]:
         for member in agent.members:
             if member.agent in program.agents and program.agents[member.agent].description:
                 examples.append(program.agents[member.agent].description)
+    for router in program.agents.values():
+        # what a router says of when to route here (ABL HANDOFF WHEN, INTENT(...) words)
+        if isinstance(router, RouterAgent):
+            for member in router.members:
+                if member.agent == name:
+                    examples.extend([member.description, *member.examples])
     seen: set[str] = set()
     unique = [e for e in examples if e and not (e.lower() in seen or seen.add(e.lower()))]
     return tuple(unique[:MAX_EXAMPLES_PER_AGENT])

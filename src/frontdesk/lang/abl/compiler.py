@@ -37,6 +37,8 @@ from .documents import Document, is_abl_file, read_document
 from .outline import Node
 
 MAX_FILES = 500
+_AGENT_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+TEXT_SECTIONS = ("GOAL", "PERSONA", "INSTRUCTIONS", "DESCRIPTION")
 _ROUTE = re.compile(r"^\s*INTENT\s*\((?P<words>[^)]*)\)\s*->\s*(?P<target>\S+)\s*$", re.IGNORECASE)
 _DEFAULT = re.compile(r"^\s*DEFAULT\s*->\s*(?P<target>\S+)\s*$", re.IGNORECASE)
 _PROTOCOL = re.compile(r"^\s*FROM\s+(?P<src>\S+)\s+TO\s+(?P<dst>[^:\s]+)\s*:?\s*$", re.IGNORECASE)
@@ -83,6 +85,10 @@ def compile_documents(docs: list[Document], bag: DiagnosticBag, entry: str | Non
             agents_docs[doc.name] = doc
         elif doc.kind == "profile" and doc.name:
             names.profiles.add(doc.name)
+            profile_ctx = SectionContext(bag=bag, file=doc.shown, agent="", fmt=doc.fmt, names=names)
+            names.profile_data[doc.name] = {
+                c.key.lower(): profile_ctx.data(c) for c in doc.root.children
+                if c.key is not None and c.key.upper() != "BEHAVIOR_PROFILE"}
     names.agents = set(agents_docs)
     tools: dict[str, ToolDef] = {}
     for doc in docs:
@@ -130,15 +136,27 @@ def _entry(docs: dict[str, Document], agents: dict[str, Agent], entry: str | Non
             referenced |= {d.agent for d in agent.delegates} | {h.agent for h in agent.handoffs}
         if isinstance(agent, FlowAgent):
             referenced |= {n.target for n in agent.graph.nodes.values() if hasattr(n, "target")}
+        referenced |= _rule_targets(agent)
     tops = [n for n in supervisors if n not in referenced] or [n for n in docs if n not in referenced]
     if len(tops) == 1:
         return tops[0]
     if len(docs) == 1:
         return next(iter(docs))
+    candidates = [docs[n] for n in (tops or list(docs))]
+    first = min(candidates, key=lambda d: d.path.name)
     bag.error(codes.NO_ENTRY, "the project has no single entry agent: " + (
         f"{', '.join(sorted(tops))} could each be it" if tops else "every agent is reached from another"),
+        first.header.span if first.header else Span(file=first.shown),
         hint="keep one supervisor (or one agent nothing hands off to), or pass --entry NAME")
     return None
+
+
+def _rule_targets(agent: Agent) -> set[str]:
+    """Agents a rule of `agent` may hand off or delegate to (ON_FAIL, ON_ERROR, COMPLETE actions)."""
+    rules = agent.rules
+    if rules is None:
+        return set()
+    return {a for action in _actions_of(rules) for a in (action.handoff, action.delegate) if a}
 
 
 # ---- tools ------------------------------------------------------------------------------------------
@@ -158,11 +176,14 @@ def tool_from_line(node: Node, ctx: SectionContext) -> ToolDef | None:
     """A TOOLS entry: a signature line with its properties (description, auth, confirmation, HTTP)."""
     if node.item and node.children:
         node = node.children[0] if node.children[0].key is None else node
-    if node.key is not None or not node.value:
+    if node.key is not None and node.value is None and node.children and not node.item:
+        parsed = _mapping_tool(node, ctx)  # `name:` with description / params / returns under it
+    elif node.key is not None or not node.value:
         ctx.error(codes.BAD_SIGNATURE, "a TOOLS entry must be a signature such as "
                   "search(query: string) -> Result", node, None)
         return None
-    parsed = _signature(node, ctx)
+    else:
+        parsed = _signature(node, ctx)
     if parsed is None:
         return None
     name, params, returns = parsed
@@ -238,6 +259,31 @@ def _signature(node: Node, ctx: SectionContext):
     return sig.name, params, sig.returns
 
 
+def _mapping_tool(node: Node, ctx: SectionContext):
+    """A tool written as a mapping: `name:` with `params:` (name: type) and `returns:` under it."""
+    try:
+        from .signatures import SignatureError, type_to_schema
+    except ImportError:  # pragma: no cover
+        type_to_schema, SignatureError = (lambda text: {}), ValueError
+
+    def schema(text: str, where: Node) -> dict:
+        try:
+            return type_to_schema(text)
+        except SignatureError as exc:
+            ctx.error(codes.UNKNOWN_TYPE, f"bad type '{text}': {getattr(exc, 'message', exc)}", where)
+            return {}
+
+    params = []
+    params_node = node.get("params")
+    for entry in params_node.entries() if params_node is not None else []:
+        optional = entry.key.endswith("?")
+        s = schema(entry.text or "string", entry)
+        params.append(ToolParam(name=entry.key.rstrip("?"), type=_json_type(s), required=not optional))
+    returns_node = node.get("returns")
+    returns = schema(returns_node.text, returns_node) if returns_node is not None and returns_node.value else {}
+    return node.key, params, returns
+
+
 def _json_type(schema) -> str:
     if isinstance(schema, dict) and isinstance(schema.get("type"), str):
         return schema["type"]
@@ -266,6 +312,9 @@ def compile_agent(doc: Document, bag: DiagnosticBag, names: Names, library: dict
     """The IR agents of one AGENT or SUPERVISOR document (a FLOW's reasoning steps become agents too)."""
     ctx = SectionContext(bag=bag, file=doc.shown, agent=doc.name, fmt=doc.fmt, names=names)
     rules = AgentRules()
+    if doc.header is not None and not _AGENT_NAME.fullmatch(doc.name):
+        ctx.error(codes.BAD_NAME, f"'{doc.name}' is not an agent name", doc.header.value_span(),
+                  "write a name of letters, digits and underscores, starting with a letter (Hotel_Search)")
     sections = {n.key.upper(): n for n in doc.sections() if n.key and n.key.upper() != doc.kind.upper()}
     _identity(sections, ctx, rules)
     tools = _agent_tools(sections.get("TOOLS"), ctx, library)
@@ -276,7 +325,9 @@ def compile_agent(doc: Document, bag: DiagnosticBag, names: Names, library: dict
     for line in doc.root.lines():
         match = _USE_PROFILE.match(line.value or "")
         if match:
-            _use_profile(match.group("name"), line, ctx, rules)
+            at = line.value_span()
+            _use_profile(match.group("name"), Span(file=at.file, line=at.line, column=at.column + match.start("name")),
+                         ctx, rules)
     use = sections.get("USE")
     if use is not None and (use.value or "").upper().startswith("BEHAVIOR_PROFILE"):
         _use_profile((use.value or "").split(":", 1)[-1].strip(), use, ctx, rules)
@@ -285,25 +336,100 @@ def compile_agent(doc: Document, bag: DiagnosticBag, names: Names, library: dict
     span = doc.header.span if doc.header else None
     if doc.kind == "supervisor":
         agent = _supervisor(doc, sections, ctx, rules, _args(rules), description, instructions, span)
+        agent.setup = _on_start_graph(rules)
+        _cross_checks(doc, sections, ctx, rules)
         return [agent]
     delegates = _delegates(sections.get("DELEGATE"), ctx)
     handoffs = _handoffs(sections.get("HANDOFF"), ctx)
     can_escalate = "ESCALATE" in sections
     if "ESCALATE" in sections:
-        rules.metadata["ESCALATE"] = ctx.data(sections["ESCALATE"])
+        _escalate(sections["ESCALATE"], ctx, rules)
     max_iterations = rules.execution.max_iterations or 8
+    setup = _on_start_graph(rules)
     if "FLOW" in sections:
         from .flow import compile_flow
 
         graph, extra_agents = compile_flow(sections["FLOW"], ctx, rules, instructions, [t.name for t in tools],
                                            delegates, handoffs, {t.name: [p.name for p in t.params] for t in tools})
         agent = FlowAgent(name=doc.name, description=description, args=_args(rules), graph=graph, rules=rules,
-                          span=span)
+                          setup=setup, span=span)
+        _cross_checks(doc, sections, ctx, rules)
         return [agent, *extra_agents]
     agent = ReasoningAgent(name=doc.name, description=description, args=_args(rules), instructions=instructions,
                            tools=[t.name for t in tools], delegates=delegates, handoffs=handoffs,
-                           can_escalate=can_escalate, max_iterations=int(max_iterations), rules=rules, span=span)
+                           can_escalate=can_escalate, max_iterations=int(max_iterations), rules=rules,
+                           setup=setup, span=span)
+    _cross_checks(doc, sections, ctx, rules)
     return [agent]
+
+
+def _cross_checks(doc: Document, sections: dict[str, Node], ctx: SectionContext, rules: AgentRules) -> None:
+    from .checks import check_signature_types, check_unset_fields
+
+    gather = {f.name: f.type for f in rules.gather}
+    tools = sections.get("TOOLS")
+    for node in tools.children if tools is not None else []:
+        line = node.children[0] if node.item and node.children else node
+        if line.key is None and line.value and "(" in line.value:
+            check_signature_types(line.value, line.value_span(), ctx, gather)
+    try:
+        lines = doc.path.read_text(encoding="utf-8-sig").split("\n") if doc.fmt == "abl" else []
+    except (OSError, UnicodeDecodeError):
+        lines = []
+    check_unset_fields(rules, ctx, lines)
+    for constraint in rules.constraints:  # BEFORE calling <tool>: a tool the agent declares
+        if constraint.tool and constraint.tool not in ctx.tools and constraint.tool not in ctx.names.tools:
+            ctx.error(codes.UNKNOWN_TOOL, f"BEFORE calling {constraint.tool}: the agent declares no such tool",
+                      _word_span(constraint.span, constraint.tool, lines, ctx.file),
+                      "declare it under TOOLS: or name a tool the agent has")
+    for action in _actions_of(rules):
+        for target, what in ((action.handoff, "HANDOFF"), (action.delegate, "DELEGATE")):
+            if target and target not in ctx.names.agents:
+                span = getattr(action, "span", None)
+                _check_agent(target, _word_span(span, target, lines, ctx.file) if span else
+                             _find_word(target, lines, ctx.file), ctx, f"ON_FAIL {what}")
+
+
+def _actions_of(rules: AgentRules):
+    return [c.on_fail for c in rules.constraints] + [h.action for h in rules.on_error] + \
+        [c.action for c in rules.complete] + [h.action for h in rules.hooks]
+
+
+def _word_span(span: Span | None, word: str, lines: list[str], file: str) -> Span | None:
+    from .checks import _name_span
+
+    return _name_span(span, word, file, lines)
+
+
+def _find_word(word: str, lines: list[str], file: str) -> Span | None:
+    for number, text in enumerate(lines, start=1):
+        at = text.find(word)
+        if at >= 0:
+            return Span(file=file, line=number, column=at + 1)
+    return None
+
+
+def _on_start_graph(rules: AgentRules):
+    """ON_START's words and values as the steps an agent runs when it starts (AgentBase.setup)."""
+    from frontdesk.ir.models import Assignment, AssignNode, SayNode, StepGraph
+
+    nodes = []
+    for hook in rules.hooks:
+        if hook.event != "on_start":
+            continue
+        if hook.action.set:
+            nodes.append(AssignNode(id=f"on_start.{len(nodes) + 1}", assignments=[
+                Assignment(target=Ref(scope=SESSION, name=name), value=value) for name, value in hook.action.set]))
+        text = hook.action.respond
+        if text is None and hook.action.template and hook.action.template in rules.templates:
+            text = rules.templates[hook.action.template].default  # RESPOND: TEMPLATE(welcome)
+        if text is not None:
+            nodes.append(SayNode(id=f"on_start.{len(nodes) + 1}", text=text))
+    if not nodes:
+        return None
+    for a, b in zip(nodes, nodes[1:]):
+        a.next = b.id
+    return StepGraph(entry=nodes[0].id, nodes={n.id: n for n in nodes})
 
 
 def _args(rules: AgentRules) -> list[ArgDef]:
@@ -313,6 +439,11 @@ def _args(rules: AgentRules) -> list[ArgDef]:
 
 
 def _identity(sections: dict[str, Node], ctx: SectionContext, rules: AgentRules) -> None:
+    for name in TEXT_SECTIONS:
+        node = sections.get(name)
+        if node is not None and node.children:
+            ctx.error(codes.WRONG_SHAPE, f"{name} is text, not a list or a block of keys", node.children[0],
+                      f'write {name}: "..." or {name}: | with the text on the lines below')
     rules.goal = ctx.text(sections.get("GOAL"))
     rules.persona = ctx.text(sections.get("PERSONA"))
     limitations = sections.get("LIMITATIONS")
@@ -404,13 +535,20 @@ def _section_module(name: str):
         return None
 
 
-def _use_profile(name: str, node: Node, ctx: SectionContext, rules: AgentRules) -> None:
+def _use_profile(name: str, node: Node | Span, ctx: SectionContext, rules: AgentRules) -> None:
     if name not in ctx.names.profiles:
         guess = did_you_mean(name, sorted(ctx.names.profiles))
         ctx.error(codes.UNKNOWN_PROFILE, f"no behaviour profile named {name}", node,
                   f"did you mean {guess}?" if guess else "define it in a .behavior_profile.abl file of the project")
         return
     rules.behavior_profiles.append(name)
+    if name in ctx.names.profile_data:
+        rules.metadata.setdefault("behavior_profiles", {})[name] = ctx.names.profile_data[name]
+
+
+def _first(item: Node) -> Node:
+    """Where a list item's content starts (its first key), for diagnostics about the item."""
+    return item.children[0] if item.children else item
 
 
 def _check_agent(name: str, node: Node, ctx: SectionContext, what: str) -> bool:
@@ -422,12 +560,27 @@ def _check_agent(name: str, node: Node, ctx: SectionContext, what: str) -> bool:
     return False
 
 
+def _escalate(section: Node, ctx: SectionContext, rules: AgentRules) -> None:
+    """ESCALATE: triggers (WHEN, REASON, PRIORITY), context for the human, what happens after."""
+    rules.metadata["ESCALATE"] = ctx.data(section)
+    triggers = section.get("triggers")
+    items = triggers.items() if triggers is not None else section.items()
+    for item in items:
+        holder = Node(key=None, value=None, span=item.span, children=item.children)
+        when = holder.get("WHEN")
+        if when is not None and when.text:
+            ctx.condition(when.text, when)
+        priority = holder.get("PRIORITY")
+        if priority is not None:
+            ctx.choice(priority, ("low", "medium", "high", "critical"))
+
+
 def _delegates(section: Node | None, ctx: SectionContext) -> list[Delegation]:
     out: list[Delegation] = []
     for item in section.items() if section is not None else []:
         agent = item.get("AGENT")
         if agent is None or not agent.value:
-            ctx.error(codes.MISSING_KEY, "a DELEGATE entry needs AGENT:", item, "write - AGENT: Some_Agent")
+            ctx.error(codes.MISSING_KEY, "a DELEGATE entry needs AGENT:", _first(item), "write - AGENT: Some_Agent")
             continue
         name = agent.value.strip()
         if not _check_agent(name, agent.value_span(), ctx, "DELEGATE"):
@@ -459,7 +612,7 @@ def _handoffs(section: Node | None, ctx: SectionContext) -> list[Handoff]:
     for item in section.items() if section is not None else []:
         target = item.get("TO")
         if target is None or not target.value:
-            ctx.error(codes.MISSING_KEY, "a HANDOFF entry needs TO:", item, "write - TO: Some_Agent")
+            ctx.error(codes.MISSING_KEY, "a HANDOFF entry needs TO:", _first(item), "write - TO: Some_Agent")
             continue
         name = target.value.strip()
         if not _check_agent(name, target.value_span(), ctx, "HANDOFF"):
@@ -467,8 +620,30 @@ def _handoffs(section: Node | None, ctx: SectionContext) -> list[Handoff]:
         context = item.get("CONTEXT")
         passes = ctx.names_list(context.get("pass")) if context is not None else []
         passes += ctx.names_list(item.get("PASS"))
+        summary_node = context.get("summary") if context is not None else None
+        history_node = context.get("history") if context is not None else None
+        history = "none"
+        if history_node is not None:
+            data = ctx.data(history_node)
+            history = f"last_n:{data.get('last_n')}" if isinstance(data, dict) and "last_n" in data else \
+                str(data or "none")
+        on_return: dict = {}
+        extra: dict = {}
+        returned = item.get("ON_RETURN")
+        if returned is not None:
+            mapping = returned.get("map")
+            for entry in mapping.entries() if mapping is not None else []:
+                on_return[entry.key] = ctx.value(entry)
+            if returned.value or returned.get("action") is not None:
+                extra["on_return"] = returned.text or ctx.text(returned.get("action"))
+        for key in ("async", "asyncTimeout", "remote"):
+            node = item.get(key)
+            if node is not None:
+                extra[key.lower()] = ctx.data(node)
         out.append(Handoff(agent=name, purpose=ctx.text(item.get("WHEN")), resume=ctx.boolean(item.get("RETURN")),
-                           passes=[p.split(".")[-1] for p in passes], span=item.span))
+                           passes=[p.split(".")[-1] for p in passes], when=ctx.text(item.get("WHEN")),
+                           summary=ctx.template(summary_node.text, summary_node) if summary_node is not None else None,
+                           history=history, on_return=on_return, extra=extra, span=item.span))
     return out
 
 
@@ -492,15 +667,25 @@ def _supervisor(doc: Document, sections: dict[str, Node], ctx: SectionContext, r
     routing = sections.get("ROUTING")
     for node in (routing.children if routing is not None else []):
         line = node.children[0] if node.item and node.children else node
+        if node.item and line.key is not None and line.key.upper() == "TO":
+            name = aliases.get(line.text, line.text)  # a rule written like a HANDOFF: TO + WHEN
+            if _check_agent(name, line.value_span(), ctx, "ROUTING"):
+                member = members.setdefault(name, RouterMember(agent=name, span=line.span))
+                member.description = ctx.text(node.get("WHEN"))
+                member.passes = ctx.names_list(node.get("PASS"))
+            continue
         text = line.value or ""
         route, fallback = _ROUTE.match(text), _DEFAULT.match(text)
         if route is None and fallback is None:
             ctx.error(codes.SYNTAX, f"a ROUTING rule is INTENT(words) -> agent or DEFAULT -> agent, not '{text}'",
                       line, "for example - INTENT(pay, checkout) -> payment")
             continue
-        target = (route or fallback).group("target")
+        found = route or fallback
+        target = found.group("target")
         name = aliases.get(target, target)
-        if not _check_agent(name, line.value_span(), ctx, "ROUTING"):
+        at = line.value_span()
+        if not _check_agent(name, Span(file=at.file, line=at.line, column=at.column + found.start("target")),
+                            ctx, "ROUTING"):
             continue
         member = members.setdefault(name, RouterMember(agent=name, span=line.span))
         if route is not None:
@@ -510,7 +695,7 @@ def _supervisor(doc: Document, sections: dict[str, Node], ctx: SectionContext, r
     for item in (sections["HANDOFF"].items() if "HANDOFF" in sections else []):
         target = item.get("TO")
         if target is None or not target.value:
-            ctx.error(codes.MISSING_KEY, "a HANDOFF entry needs TO:", item, "write - TO: Some_Agent")
+            ctx.error(codes.MISSING_KEY, "a HANDOFF entry needs TO:", _first(item), "write - TO: Some_Agent")
             continue
         name = aliases.get(target.text, target.text)
         if not _check_agent(name, target.value_span(), ctx, "HANDOFF"):
@@ -534,7 +719,7 @@ def _supervisor(doc: Document, sections: dict[str, Node], ctx: SectionContext, r
                 if name.lower() != "any":
                     _check_agent(aliases.get(name, name), head, ctx, "HANDOFF_PROTOCOL")
     if "ESCALATE" in sections:
-        rules.metadata["ESCALATE"] = ctx.data(sections["ESCALATE"])
+        _escalate(sections["ESCALATE"], ctx, rules)
     if not members:
         ctx.error(codes.MISSING_KEY, f"supervisor {doc.name} routes to no agent",
                   doc.header, "list its agents under HANDOFF: (- TO: Agent) or AGENTS:")

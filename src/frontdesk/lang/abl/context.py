@@ -29,6 +29,7 @@ class Names:
     tools: set[str] = field(default_factory=set)
     profiles: set[str] = field(default_factory=set)
     types: set[str] = field(default_factory=set)
+    profile_data: dict[str, Any] = field(default_factory=dict)  # behaviour profile documents, as data
 
 
 @dataclass
@@ -123,8 +124,8 @@ class SectionContext:
             if all(c.item for c in node.children):
                 return [self._item_data(c) for c in node.children]
             if all(c.key is not None for c in node.children):
-                return {c.key: self.data(c) for c in node.children}
-            return [self.data(c) if c.key is None else {c.key: self.data(c)} for c in node.children]
+                return {_data_key(c.key): self.data(c) for c in node.children}
+            return [self.data(c) if c.key is None else {_data_key(c.key): self.data(c)} for c in node.children]
         if node.value is None:
             return None
         if node.quoted or node.block:
@@ -138,7 +139,7 @@ class SectionContext:
     def _item_data(self, item: Node) -> Any:
         if len(item.children) == 1 and item.children[0].key is None:
             return self.data(item.children[0])
-        return {c.key or "value": self.data(c) for c in item.children}
+        return {_data_key(c.key) if c.key else "value": self.data(c) for c in item.children}
 
     # ---- expressions and templates ------------------------------------------------------------
 
@@ -151,6 +152,37 @@ class SectionContext:
         except ExprSyntaxError as exc:
             self._bad_expression(exc, node, offset)
             return Lit(value=None)
+
+    def value(self, node: Node) -> Expr:
+        """An entry's value as an expression: a quoted value is text (with `{{...}}` filled in), an
+        unquoted one an expression (`selected_account.id`, `COALESCE(x, "USD")`, `5`)."""
+        if node.value is None and node.items():  # a list written as `- a` items (or [a, b] in YAML)
+            from frontdesk.ir.expr import ListLit
+
+            return ListLit(items=[self.value(i.children[0]) for i in node.items() if i.children])
+        if node.value is None and node.entries():
+            from frontdesk.ir.expr import ObjEntry, ObjLit
+
+            return ObjLit(entries=[ObjEntry(key=c.key, value=self.value(c)) for c in node.entries()])
+        text = node.text.strip()
+        if not node.quoted and text.startswith("[") and text.endswith("]") and "{{" in text:
+            # a list of texts that fill in values: each element as a quoted value would be
+            from frontdesk.ir.expr import ListLit
+
+            from .convert import _split_flow
+            from .outline import _unquote
+
+            items = []
+            for part in _split_flow(text[1:-1]):
+                inner = _unquote(part.strip())
+                items.append(self.value(Node(key=None, value=inner if inner is not None else part.strip(),
+                                             span=node.span, quoted=inner is not None)))
+            return ListLit(items=items)
+        if not node.quoted:
+            return self.expression(node.text, node)
+        if "{{" not in node.text:
+            return Lit(value=node.text)
+        return template_as_expr(self.template(node.text, node))
 
     def condition(self, text: str, node: Node | None, offset: int = 0) -> Condition:
         from frontdesk.expr import ExprSyntaxError, parse_condition
@@ -171,7 +203,14 @@ class SectionContext:
             column = getattr(exc, "column", 0) or 0
             span = _span(node)
             if node is not None and column and not node.block:
-                span = Span(file=span.file, line=span.line, column=(node.value_column or span.column) + column - 1)
+                start = (node.value_column or span.column) + (1 if node.quoted else 0)  # after the quote
+                span = Span(file=span.file, line=span.line, column=start + column - 1)
+            elif node is not None and column and node.block:
+                # a `|` block starts on the next line, indented below its key
+                before = text[: column - 1]
+                line = span.line + 1 + before.count("\n")
+                col = len(before) - (before.rfind("\n") + 1) + 1
+                span = Span(file=span.file, line=line, column=span.column + 2 + col - 1)
             self.error(codes.BAD_TEMPLATE, f"bad template: {getattr(exc, 'message', str(exc))}", span,
                        "write {{name}}, {{#if x}}...{{/if}} or {{#each list}}...{{/each}}")
             return Template(source=text, parts=[TextPart(text=text)])
@@ -191,7 +230,12 @@ class SectionContext:
         return options
 
     def _template_dialect(self) -> dict[str, Any]:
-        return {}
+        from frontdesk.expr.handlebars import parse_handlebars
+
+        accepted = parse_handlebars.__code__.co_varnames
+        options = {k: v for k, v in self._dialect().items() if k in accepted}
+        options.pop("paths", None)
+        return options
 
     def _bad_expression(self, exc, node: Node | None, offset: int) -> None:
         span = _span(node)
@@ -201,6 +245,34 @@ class SectionContext:
             span = Span(file=span.file, line=span.line, column=start + offset + column - 1)
         self.error(codes.BAD_EXPRESSION, f"bad expression: {getattr(exc, 'message', str(exc))}", span,
                    getattr(exc, "hint", None))
+
+
+def _data_key(key: str) -> str:
+    """A key as kept in data: a keyword in lowercase (the same from either format), a name as written."""
+    from .keywords import KEYWORDS
+
+    return key.lower() if key.upper() in KEYWORDS else key
+
+
+def template_as_expr(template: Template) -> Expr:
+    """A template of text and `{{expr}}` parts as one expression joining them (`"a" + x + "b"`);
+    each / if blocks are kept as the template's source text."""
+    from frontdesk.ir.expr import Arith, Call, ExprPart
+
+    parts: list[Expr] = []
+    for part in template.parts:
+        if isinstance(part, TextPart):
+            parts.append(Lit(value=part.text))
+        elif isinstance(part, ExprPart):
+            parts.append(Call(fn="str", args=[part.expr]))
+        else:
+            return Lit(value=template.source)
+    if not parts:
+        return Lit(value="")
+    out = parts[0]
+    for part in parts[1:]:
+        out = Arith(arith="+", left=out, right=part)
+    return out
 
 
 def _span(node: Node | Span | None) -> Span | None:

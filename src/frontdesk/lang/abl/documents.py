@@ -60,16 +60,20 @@ def read_document(path: Path, shown: str, bag: DiagnosticBag) -> Document | None
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        bag.error(codes.READ_ERROR, f"{shown} is not UTF-8 text (byte {exc.start})", Span(file=shown),
-                  hint="save the file as UTF-8")
+        before = data[: exc.start]
+        line = before.count(b"\n") + 1
+        column = exc.start - (before.rfind(b"\n") + 1) + 1
+        bag.error(codes.READ_ERROR, f"{shown} is not UTF-8 text (byte {exc.start})",
+                  Span(file=shown, line=line, column=column), hint="save the file as UTF-8")
         return None
     fmt = "yaml" if path.name.lower().endswith((".yaml", ".yml")) else "abl"
     root = read_outline(text, shown, bag) if fmt == "abl" else read_yaml_outline(text, shown, bag)
     if root is None:
         return None
     doc = Document(path=path, shown=shown, fmt=fmt, root=root)
-    _check_sections(doc, bag)
     _identify(doc, bag)
+    if doc.kind != "profile":  # a profile's top-level keys are its fields (PRIORITY, WHEN, VOICE, ...)
+        _check_sections(doc, bag)
     return doc
 
 
@@ -158,36 +162,69 @@ def read_yaml_outline(text: str, shown: str, bag: DiagnosticBag) -> Node | None:
         return root
     if not isinstance(document, YMap):
         bag.error(codes.YAML_SYNTAX, "an .agent.yaml document must be a mapping of sections",
-                  Span(file=shown, line=1, column=1))
+                  getattr(document, "span", None) or Span(file=shown, line=1, column=1))
         return None
 
     def scalar(node: YScalar) -> tuple[str | None, bool]:
         if node.plain and node.value is None:
             return None, False
-        return node.text, node.quoted
+        return node.text, node.quoted and node.tag != "!raw"  # !raw: a bare .abl value that YAML must quote
 
-    def entry(key: YScalar, value) -> Node:
-        out = Node(key=str(key.text), value=None, span=key.span)
+    def fill(out: Node, value) -> None:
+        """Put a YAML value under `out`: a scalar is its value; a mapping holds entries and the
+        reserved `=value`, `=lines`, `=items`; a sequence holds items."""
         if isinstance(value, YScalar):
             out.value, out.quoted = scalar(value)
             out.block = value.style in ("|", ">")
             out.value_column = value.span.column if value.span else 0
         elif isinstance(value, YMap):
             for k, v in value.pairs:
-                if str(k.text) == "value" and isinstance(v, YScalar):
+                name = str(k.text)
+                if (name == "=value" or (name == "value" and _takes_value(out.key))) and isinstance(v, YScalar):
                     out.value, out.quoted = scalar(v)
+                    out.block = v.style in ("|", ">")
                     out.value_column = v.span.column if v.span else 0
+                elif name == "=lines" and isinstance(v, YSeq):
+                    out.children += [line(i) for i in v.items]
+                elif name == "=items" and isinstance(v, YSeq):
+                    out.children += [item(i) for i in v.items]
                 else:
                     out.children.append(entry(k, v))
         elif isinstance(value, YSeq):
             out.children = [item(i) for i in value.items]
+
+    def entry(key: YScalar, value) -> Node:
+        out = Node(key=str(key.text), value=None, span=key.span)
+        fill(out, value)
+        return out
+
+    def line(value) -> Node:
+        span = value.span if getattr(value, "span", None) else root.span
+        out = Node(key=None, value=None, span=span)
+        if isinstance(value, YMap):
+            rest = []
+            for k, v in value.pairs:
+                if str(k.text) == "=line" and isinstance(v, YScalar):
+                    out.value, out.quoted = scalar(v)
+                    out.value_column = v.span.column if v.span else 0
+                else:
+                    rest.append((k, v))
+            holder = YMap(pairs=rest, span=value.span)
+            fill(out, holder)
+            if out.value is None:
+                out.value = ""
+        elif isinstance(value, YScalar):
+            out.value, out.quoted = scalar(value)
+            out.value_column = value.span.column if value.span else 0
         return out
 
     def item(value) -> Node:
         span = value.span if getattr(value, "span", None) else root.span
         out = Node(key=None, value=None, span=span, item=True)
         if isinstance(value, YMap):
-            out.children = [entry(k, v) for k, v in value.pairs]
+            fill(out, value)
+            # `=lines` come first in an item (`- REQUIRE x` then `ON_FAIL:`)
+            out.children.sort(key=lambda c: 0 if c.key is None and not c.item else 1)
         elif isinstance(value, YScalar):
             text, quoted = scalar(value)
             out.children = [Node(key=None, value=text, span=span, quoted=quoted,
@@ -197,7 +234,11 @@ def read_yaml_outline(text: str, shown: str, bag: DiagnosticBag) -> Node | None:
         return out
 
     for key, value in document.pairs:
+        if str(key.text) == "=lines" and isinstance(value, YSeq):
+            root.children += [line(i) for i in value.items]
+            continue
         node = entry(key, value)
+        _sugar(node)
         if isinstance(value, YSeq) and node.key.lower() in _LINE_SECTIONS:
             # sections whose .abl form is bare lines (TOOLS signatures, ROUTING rules, SET lines):
             # a list of strings in YAML is the same lines
@@ -207,6 +248,49 @@ def read_yaml_outline(text: str, shown: str, bag: DiagnosticBag) -> Node | None:
 
 
 _LINE_SECTIONS = {"tools", "routing"}
+_RULE_KINDS = ("require", "warn", "limit", "restrict")
+
+
+def _takes_value(key: str | None) -> bool:
+    """Whether `value:` under this key is the key's own value (`call: {value: get_balance, with: ...}`)."""
+    from .keywords import KEYWORDS
+
+    return key is not None and key.upper() in KEYWORDS
+
+
+def _sugar(node: Node) -> None:
+    """Hand-written YAML may say in keys what .abl says in lines: `- require: "x > 0"` (with
+    `before:`), `- intent: [a, b]` + `to: agent`, `- default: agent`, `- from: a` + `to: b`. They
+    become the lines the .abl form has."""
+    for child in node.children:
+        _sugar(child)
+    for index, item in enumerate(node.children):
+        if not item.item or not item.children:
+            continue
+        first = item.children[0]
+        key = (first.key or "").lower()
+        rest = item.children[1:]
+        text = None
+        if key in _RULE_KINDS and first.value is not None:
+            before = next((c for c in rest if (c.key or "").lower() == "before"), None)
+            text = f"{key.upper()} {first.value}" + (f" BEFORE {before.value}" if before is not None else "")
+            rest = [c for c in rest if c is not before]
+        elif key == "intent" and any((c.key or "").lower() == "to" for c in rest):
+            to = next(c for c in rest if (c.key or "").lower() == "to")
+            words = first.value or ", ".join(c.children[0].text for c in first.items() if c.children)
+            text = f"INTENT({words.strip('[]')}) -> {to.text}"
+            rest = [c for c in rest if c is not to]
+        elif key == "default" and first.value and node.key and node.key.lower() == "routing":
+            text = f"DEFAULT -> {first.value}"
+        elif key == "from" and any((c.key or "").lower() == "to" for c in rest):
+            to = next(c for c in rest if (c.key or "").lower() == "to")
+            text = f"FROM {first.value} TO {to.text}:"
+            rest = [c for c in rest if c is not to]
+        if text is not None:
+            head = Node(key=None, value=text, span=first.span, value_column=first.value_column)
+            if key == "from":
+                head.children, rest = rest, []
+            item.children = [head, *rest]
 
 
 def _item_as_line(item: Node) -> Node:

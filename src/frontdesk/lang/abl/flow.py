@@ -59,7 +59,7 @@ STEP_KEYS = (
     "REASONING", "INSTRUCTIONS", "RESPOND", "PRESENT", "COLLECT", "PROMPT", "GATHER", "STRATEGY", "CORRECTIONS",
     "COMPLETE_WHEN", "ON_INPUT", "DIGRESSIONS", "SUB_INTENTS", "CALL", "WITH", "AS", "ON_SUCCESS", "ON_FAIL",
     "ON_RESULT", "SET", "CLEAR", "TRANSFORM", "THEN", "GOTO", "DELEGATE", "HANDOFF", "ESCALATE", "DESCRIPTION",
-    "TOOLS", "GOAL", "ACTIONS", "TEMPLATE",
+    "TOOLS", "GOAL", "ACTIONS", "TEMPLATE", "VOICE", "CALL_WITH", "RICH_CONTENT", "BUTTONS",
 )
 _CALL = re.compile(r"^\s*(?P<name>[A-Za-z_]\w*)\s*(\((?P<args>.*)\))?\s*$", re.DOTALL)
 _TRANSFORM = re.compile(r"^\s*(?P<src>.+?)\s+AS\s+(?P<var>[A-Za-z_]\w*)\s+INTO\s+(?P<dst>[A-Za-z_]\w*)\s*$",
@@ -88,6 +88,7 @@ class _FlowBuilder:
     extra_agents: list = field(default_factory=list)
     digressions: list[Node] = field(default_factory=list)
     params: dict[str, list[str]] = field(default_factory=dict)  # tool -> its parameter names, in order
+    reported: set = field(default_factory=set)  # unknown step names already reported (name, line, column)
     counter: int = 0
 
     def new_id(self, step: str, what: str) -> str:
@@ -109,8 +110,12 @@ class _FlowBuilder:
         from frontdesk.diagnostics import did_you_mean
 
         guess = did_you_mean(name, list(self.steps))
-        self.ctx.error(codes.UNKNOWN_STEP, f"no step named {name}", node.value_span() if node.key else node,
-                       f"did you mean {guess}?" if guess else f"the steps are: {', '.join(self.steps)}")
+        where = node.value_span() if isinstance(node, Node) and node.key else node
+        key = (name, getattr(where, "line", 0), getattr(where, "column", 0))
+        if key not in self.reported:
+            self.reported.add(key)
+            self.ctx.error(codes.UNKNOWN_STEP, f"no step named {name}", where,
+                           f"did you mean {guess}?" if guess else f"the steps are: {', '.join(self.steps)}")
         return None
 
 
@@ -122,7 +127,7 @@ def compile_flow(section: Node, ctx: SectionContext, rules: AgentRules, instruct
     for child in section.children:
         if child.key is None and child.value and "->" in child.value:
             sequences.append(child)
-        elif child.key is not None and child.key.lower() == "steps":
+        elif child.key is not None and child.key.lower() in ("steps", "sequence"):
             sequences.append(child)
         elif child.key is not None and child.key.lower() == "global_digressions":
             b.digressions += child.items()
@@ -136,14 +141,17 @@ def compile_flow(section: Node, ctx: SectionContext, rules: AgentRules, instruct
                       "write a step as name: with its keys, or a sequence as a -> b -> c")
     order: list[str] = []
     for seq in sequences:
-        names = [n.strip() for n in seq.value.split("->")] if seq.key is None else ctx.names_list(seq)
-        for name in names:
+        for name, where in _sequence_names(seq, ctx):
             if name and name not in order:
                 if name not in b.steps and name.upper() != COMPLETE:
-                    b.target(name, seq)
+                    b.target(name, where)
                     continue
                 if name.upper() != COMPLETE:
                     order.append(name)
+    for item in b.digressions:  # a global digression's GOTO must name a step
+        goto = Node(key=None, value=None, span=item.span, children=item.children).get("GOTO")
+        if goto is not None:
+            b.target(goto.text, goto)
     b.order = order + [s for s in b.steps if s not in order]
     if not b.order:
         ctx.error(codes.MISSING_KEY, "FLOW has no step", section, "write at least one step: name: with RESPOND:, ...")
@@ -154,6 +162,27 @@ def compile_flow(section: Node, ctx: SectionContext, rules: AgentRules, instruct
         _compile_step(b, name, b.steps[name], after)
     graph = StepGraph(entry=b.order[0], nodes=b.nodes, labels={name: name for name in b.order})
     return graph, b.extra_agents
+
+
+def _sequence_names(seq: Node, ctx: SectionContext):
+    """(name, where) of each step a sequence names: `a -> b -> c`, or `steps:` as a list."""
+    from frontdesk.diagnostics import Span
+
+    if seq.key is None:
+        at = seq.value_span()
+        offset = 0
+        for part in (seq.value or "").split("->"):
+            lead = len(part) - len(part.lstrip())
+            yield part.strip(), Span(file=at.file, line=at.line, column=at.column + offset + lead)
+            offset += len(part) + 2
+        return
+    if seq.value:
+        for name in ctx.names_list(seq):
+            yield name, seq.value_span()
+    for item in seq.items():
+        for child in item.children:
+            if child.key is None and child.value:
+                yield child.value.strip(), child.value_span()
 
 
 def _compile_step(b: _FlowBuilder, name: str, node: Node, after: str) -> None:
@@ -335,9 +364,9 @@ def _call(b: _FlowBuilder, node: Node, props: dict[str, Node], step: str) -> lis
             name, value = (part.split("=", 1) if re.match(r"^\s*[A-Za-z_]\w*\s*=(?!=)", part) else (None, part))
             pname = name.strip() if name else (params[index] if index < len(params) else f"arg{index + 1}")
             args.append(ArgValue(name=pname, value=ctx.expression(value.strip(), node)))
-    with_node = node.get("WITH") or props.get("WITH")
+    with_node = node.get("WITH") or props.get("WITH") or node.get("CALL_WITH") or props.get("CALL_WITH")
     for entry in with_node.entries() if with_node is not None else []:
-        args.append(ArgValue(name=entry.key, value=ctx.expression(entry.text, entry)))
+        args.append(ArgValue(name=entry.key, value=ctx.value(entry)))
     as_node = node.get("AS") or props.get("AS")
     bind = None
     if as_node is not None and as_node.text:
@@ -536,6 +565,12 @@ def _gather(b: _FlowBuilder, step: str, fields: list[GatherField], props: dict[s
             target="")], otherwise=ask.id)
         again = JumpNode(id=b.new_id(step, "again"), target=check.id, target_name=step)
         ask.next, listen.next = listen.id, again.id
+        escapes = _digressions(b, step, props, listen)
+        if escapes:  # the user may turn away while asked for a field
+            branch, join = escapes
+            listen.next, join.next = branch.id, again.id
+            b.add(branch)
+            b.add(join)
         for n in (ask, listen, again):
             b.add(n)
         out.append(check)

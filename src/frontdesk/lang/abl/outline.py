@@ -92,9 +92,16 @@ def read_outline(text: str, file: str, bag: DiagnosticBag) -> Node:
     root = Node(key=None, value=None, span=Span(file=file, line=1, column=1))
     lines = _logical_lines(text, file, bag)
     stack: list[tuple[int, Node]] = [(-1, root)]
+    child_indent: dict[int, int] = {}  # id(node) -> the indentation of its first child line
     for line in lines:
         while stack[-1][0] >= line.indent:
             stack.pop()
+        holder = stack[-1][1]
+        expected = child_indent.setdefault(id(holder), line.indent)
+        if line.indent != expected and not holder.item:
+            bag.error(codes.SYNTAX, f"this line is indented {line.indent} spaces where the lines beside it have "
+                      f"{expected}", Span(file=file, line=line.number, column=line.indent + 1),
+                      hint="indent the lines of one block by the same number of spaces")
         if len(stack) > MAX_DEPTH:
             bag.error(codes.SYNTAX, "the document is nested too deeply", Span(file=file, line=line.number, column=1))
             break
@@ -221,9 +228,11 @@ def _logical_lines(text: str, file: str, bag: DiagnosticBag) -> list[_Line]:
             if depth <= 0 and not body.endswith(("->", ",")):
                 break
         if depth > 0 or problem:
+            _, problem, at = _scan(body)
+            first = body.split(" ", 1)[0]
             bag.error(codes.SYNTAX, problem or "a bracket opened here is never closed",
-                      Span(file=file, line=number, column=indent + 1),
-                      hint="close every (, [ and { on this line or the lines that continue it")
+                      Span(file=file, line=number, column=indent + 1 + at if at < len(first) + 200 else indent + 1),
+                      hint="close every quote, (, [ and { on this line or the lines that continue it")
         out.append(_Line(indent, body, number))
     return out
 
@@ -252,21 +261,30 @@ def _strip_comment(line: str) -> str:
 
 
 def _bracket_depth(text: str) -> tuple[int, str | None]:
-    """How many brackets are open at the end of `text` (outside quotes and /regex/), and a problem."""
-    stack: list[str] = []
-    quote = None
+    """How many brackets are open at the end of `text` (outside quotes), and a problem."""
+    depth, problem, _ = _scan(text)
+    return depth, problem
+
+
+def _scan(text: str) -> tuple[int, str | None, int]:
+    """Open brackets at the end of `text`, a problem, and the 0-based position the problem is at
+    (an unclosed quote, a bracket that closes nothing, the first bracket left open)."""
+    stack: list[tuple[str, int]] = []
+    quote, quote_at = None, 0
     prev = ""
-    for ch in text:
+    for i, ch in enumerate(text):
         if quote:
             if ch == quote and prev != "\\":
                 quote = None
-        elif ch in "\"'" and not prev.isalnum():
-            quote = ch
+        elif ch == '"' or (ch == "'" and not prev.isalnum()):
+            quote, quote_at = ch, i
         elif ch in _CLOSE:
-            stack.append(ch)
+            stack.append((ch, i))
         elif ch in ")]}":
-            if not stack or _CLOSE[stack[-1]] != ch:
-                return -1, f"'{ch}' closes nothing here"
+            if not stack or _CLOSE[stack[-1][0]] != ch:
+                return -1, f"'{ch}' closes nothing here", i
             stack.pop()
         prev = ch
-    return len(stack), None
+    if quote == '"':
+        return len(stack), "a quote opened here is never closed", quote_at
+    return len(stack), None, stack[0][1] if stack else 0

@@ -1,0 +1,104 @@
+"""Checks across an agent's sections: tool parameter types against GATHER fields, types ABL does not
+know, and constraints that read a field nothing sets."""
+
+from __future__ import annotations
+
+import re
+
+from frontdesk.diagnostics import Span
+from frontdesk.ir.behaviour import AgentRules
+from frontdesk.ir.walk import refs_in
+
+from . import codes
+from .context import SESSION, SectionContext
+
+BUILTIN_TYPES = {"string", "number", "boolean", "date", "datetime", "array", "object", "email", "phone",
+                 "attachment", "any", "file", "null"}
+# GATHER types whose values are text to a tool
+TEXT_LIKE = {"string", "date", "datetime", "email", "phone"}
+SYSTEM_NAMES = {"input", "user_id", "session_id", "channel", "turn", "now", "language", "current_agent",
+                "conversation_history", "user", "session", "context", "result", "env", "config", "system"}
+_WORD = re.compile(r"[A-Za-z_]\w*")
+
+
+def param_types(source: str) -> list[tuple[str, str, int]]:
+    """(parameter, type as written, 0-based position of the type) of a signature's parameters."""
+    start = source.find("(")
+    if start < 0:
+        return []
+    out, depth, i, current_start = [], 0, start + 1, start + 1
+    segments: list[tuple[int, int]] = []
+    while i < len(source):
+        ch = source[i]
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            if depth == 0:
+                segments.append((current_start, i))
+                break
+            depth -= 1
+        elif ch == "," and depth == 0:
+            segments.append((current_start, i))
+            current_start = i + 1
+        i += 1
+    for a, b in segments:
+        part = source[a:b]
+        name, colon, rest = part.partition(":")
+        if not colon:
+            continue
+        type_text = rest.split("=", 1)[0].strip()
+        offset = a + len(name) + 1 + (len(rest) - len(rest.lstrip()))
+        out.append((name.strip().rstrip("?"), type_text, offset))
+    return out
+
+
+def check_signature_types(source: str, at: Span, ctx: SectionContext, gather: dict[str, str]) -> None:
+    """Unknown lowercase types (ABL017) and parameter types that contradict a GATHER field (ABL024)."""
+    for name, type_text, offset in param_types(source):
+        base = type_text.rstrip("[]?").strip()
+        where = Span(file=at.file, line=at.line, column=at.column + offset)
+        if base and base[0].islower() and not base.startswith("{") and base not in BUILTIN_TYPES:
+            from frontdesk.diagnostics import did_you_mean
+
+            guess = did_you_mean(base, sorted(BUILTIN_TYPES))
+            ctx.error(codes.UNKNOWN_TYPE, f"'{base}' is not a type", where,
+                      f"did you mean {guess}?" if guess else f"use one of {', '.join(sorted(BUILTIN_TYPES))} "
+                      "or a named type (PascalCase)")
+            continue
+        field_type = gather.get(name)
+        if field_type is None or type_text.endswith("[]") or not base.islower():
+            continue
+        if _kind(base) != _kind(field_type):
+            ctx.error(codes.TYPE_MISMATCH, f"parameter {name} of type {base} contradicts the GATHER field {name} "
+                      f"of type {field_type}", where,
+                      f"make both {field_type}, or rename one of them")
+
+
+def _kind(type_name: str) -> str:
+    return "string" if type_name in TEXT_LIKE else type_name
+
+
+def check_unset_fields(rules: AgentRules, ctx: SectionContext, source_lines: list[str]) -> None:
+    """A constraint that reads a session variable nothing sets can never pass (ABL023)."""
+    known = set(ctx.fields) | {f.name for f in rules.gather} | {v.name for v in rules.memory.session}
+    known |= {p.path.split(".")[0] for p in rules.memory.persistent}
+    known |= ctx.tools | ctx.names.tools | SYSTEM_NAMES
+    for constraint in rules.constraints:
+        for ref in [*refs_in(constraint.condition), *refs_in(constraint.when)]:
+            if ref.space != "var" or ref.scope != SESSION or ref.name in known or ref.name.startswith("last_"):
+                continue
+            ctx.error(codes.UNSET_FIELD, f"the constraint reads {ref.name}, which nothing sets",
+                      _name_span(constraint.span, ref.name, ctx.file, source_lines),
+                      f"gather it (GATHER: {ref.name}:), set it (SET: {ref.name} = ...), or declare it in MEMORY")
+            known.add(ref.name)  # once per name
+
+
+def _name_span(span: Span | None, name: str, file: str, lines: list[str]) -> Span | None:
+    if span is None:
+        return None
+    for number in range(span.line, min(span.line + 3, len(lines) + 1)):
+        text = lines[number - 1]
+        for match in _WORD.finditer(text):
+            if match.group(0) == name:
+                return Span(file=file, line=number, column=match.start() + 1)
+    return span

@@ -1,0 +1,1 @@
+"""Compilers of ABL's declarative sections (GATHER, MEMORY, CONSTRAINTS, GUARDRAILS, ...), each turning an outline node into IR."""
