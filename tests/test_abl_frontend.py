@@ -24,8 +24,9 @@ SPEC = sorted(p for p in (CORPUS / "spec").iterdir() if p.is_dir())
 BROKEN = sorted(p for p in (CORPUS / "broken").iterdir() if p.name != "README.md")
 YAML = sorted(p for p in (CORPUS / "yaml").iterdir() if p.is_dir())
 GOLDEN = CORPUS / "golden"
-GOLDEN_PROGRAMS = ["s6_hotel_search_complete", "s5_1_supervisor_travel", "core_supervisor_retail",
-                   "core_insurance_claim_flow"]
+GOLDEN_PROGRAMS = ["s6_hotel_search_complete", "core_insurance_claim_flow",  # and every supervisor example:
+                   "s5_1_supervisor_travel", "core_supervisor_retail", "core_supervisor_support_hub",
+                   "core_supervisor_execution", "s3_15_supervisor_pipeline", "s8_8_routing_channel"]
 # Where a problem sits inside a text (an expression, a template, a signature, a CEL check), any column
 # on its line is right (tests/abl/broken/README.md).
 INSIDE_TEXT = {"ABL013", "ABL014", "ABL015", "ABL016"}

@@ -168,7 +168,8 @@ def read_yaml_outline(text: str, shown: str, bag: DiagnosticBag) -> Node | None:
     def scalar(node: YScalar) -> tuple[str | None, bool]:
         if node.plain and node.value is None:
             return None, False
-        return node.text, node.quoted and node.tag != "!raw"  # !raw: a bare .abl value that YAML must quote
+        text = node.text.rstrip("\n") if node.style in ("|", ">") else node.text  # as the .abl block reads
+        return text, node.quoted and node.tag != "!raw"  # !raw: a bare .abl value that YAML must quote
 
     def fill(out: Node, value) -> None:
         """Put a YAML value under `out`: a scalar is its value; a mapping holds entries and the

@@ -61,6 +61,9 @@ STEP_KEYS = (
     "ON_RESULT", "SET", "CLEAR", "TRANSFORM", "THEN", "GOTO", "DELEGATE", "HANDOFF", "ESCALATE", "DESCRIPTION",
     "TOOLS", "GOAL", "ACTIONS", "TEMPLATE", "VOICE", "CALL_WITH", "RICH_CONTENT", "BUTTONS",
 )
+# step keys with no node of their own yet: their values are kept in the agent's rules.metadata["steps"]
+_KEPT_AS_DATA = ("STRATEGY", "CORRECTIONS", "VOICE", "ACTIONS", "DESCRIPTION", "TOOLS", "TEMPLATE", "RICH_CONTENT",
+                 "BUTTONS", "INSTRUCTIONS", "REASONING")
 _CALL = re.compile(r"^\s*(?P<name>[A-Za-z_]\w*)\s*(\((?P<args>.*)\))?\s*$", re.DOTALL)
 _TRANSFORM = re.compile(r"^\s*(?P<src>.+?)\s+AS\s+(?P<var>[A-Za-z_]\w*)\s+INTO\s+(?P<dst>[A-Za-z_]\w*)\s*$",
                         re.IGNORECASE)
@@ -201,6 +204,9 @@ def _compile_step(b: _FlowBuilder, name: str, node: Node, after: str) -> None:
             ctx.error(codes.KEYWORD_CASE, f"'{child.key}' must be written in capitals in an .abl file", child,
                       f"write {key}:")
         props[key] = child
+    kept = {k.lower(): ctx.data(v) for k, v in props.items() if k in _KEPT_AS_DATA}
+    if kept:  # what the runtime of ABL steps will read (issue 10): kept as written
+        b.rules.metadata.setdefault("steps", {})[name] = kept
     exit_node = props.get("THEN") or props.get("GOTO")
     exit_id = after if exit_node is None else (b.target(exit_node.text, exit_node) or after)
     chain: list = []  # nodes of the step in order; the last one's next is exit_id
@@ -550,7 +556,11 @@ def _gather(b: _FlowBuilder, step: str, fields: list[GatherField], props: dict[s
     """For each required field not set: ask for it, listen (any of the step's fields may be given),
     and check again; then go on. COMPLETE_WHEN replaces the check that every required field is set."""
     ctx = b.ctx
-    prompt_node = props.get("PROMPT") if "COLLECT" not in props else props.get("PROMPT")
+    gather = props.get("GATHER")
+    prompt_node = props.get("PROMPT") or (gather.get("PROMPT") if gather is not None else None)
+    strategy = gather.get("STRATEGY") if gather is not None else None
+    if strategy is not None:
+        b.rules.metadata.setdefault("steps", {}).setdefault(step, {})["strategy"] = ctx.text(strategy)
     step_prompt = ctx.text(prompt_node)
     names = [f.name for f in fields]
     required = [f for f in fields if f.required] or fields
