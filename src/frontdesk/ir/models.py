@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import Field, model_validator
 
 from frontdesk.diagnostics import Span
-from frontdesk.ir.behaviour import AgentRules
+from frontdesk.ir.behaviour import ActionElement, AgentRules
 
 IR_VERSION = "3"
 
@@ -68,6 +68,7 @@ class NodeBase(IRModel):
 class SayNode(NodeBase):
     kind: Literal["say"] = "say"
     text: Template
+    actions: list[ActionElement] = Field(default_factory=list)  # buttons, choices, inputs shown with it
 
 
 class ListenNode(NodeBase):
@@ -399,6 +400,23 @@ class StubBinding(IRModel):
 ToolBinding = Annotated[Union[PythonBinding, HttpBinding, StubBinding], Field(discriminator="kind")]
 
 
+class ToolAuth(IRModel):
+    """What credentials a tool needs (ABL auth_profile, auth_jit, consent, connection)."""
+
+    profile: str = ""  # an auth profile's name, or a `{{config.X}}` reference kept verbatim
+    jit: bool = False  # asked for just in time, at the first call
+    consent: Literal["preflight", "inline"] | None = None
+    connection: Literal["per_user", "shared"] | None = None
+
+
+class ToolConfirmation(IRModel):
+    """Whether the user approves a call before it runs (ABL side_effects, confirm, immutable)."""
+
+    side_effects: bool = False
+    require: Literal["always", "never", "when_side_effects"] | None = None
+    immutable: list[str] = Field(default_factory=list)  # parameters locked once approved
+
+
 class ToolDef(IRModel):
     """A tool: its contract (`params`, `returns`) and what answers a call (`binding`).
 
@@ -415,6 +433,8 @@ class ToolDef(IRModel):
     returns: dict[str, Any] = Field(default_factory=dict)
     binding: ToolBinding = Field(default_factory=StubBinding)
     convention: Literal["adl", "value"] = "value"
+    auth: ToolAuth | None = None
+    confirmation: ToolConfirmation | None = None
     span: Span | None = None
 
     @model_validator(mode="before")

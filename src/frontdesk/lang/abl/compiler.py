@@ -27,6 +27,8 @@ from frontdesk.ir.models import (
     RouterAgent,
     RouterMember,
     StubBinding,
+    ToolAuth,
+    ToolConfirmation,
     ToolDef,
     ToolParam,
 )
@@ -193,9 +195,19 @@ def tool_from_line(node: Node, ctx: SectionContext) -> ToolDef | None:
     binding = StubBinding()
     if any(k in props for k in _HTTP_KEYS):
         binding = _http_binding(props, ctx)
-    tool = ToolDef(name=name, description=description, params=params, returns=returns, binding=binding,
-                   convention="value", span=node.span)
-    return tool
+    auth = None
+    if "auth_profile" in props or "auth_jit" in props:
+        auth = ToolAuth(profile=ctx.text(props.get("auth_profile")), jit=ctx.boolean(props.get("auth_jit")),
+                        consent=ctx.choice(props.get("consent"), ("preflight", "inline")) if "auth_profile" in props
+                        else None,
+                        connection=ctx.choice(props.get("connection"), ("per_user", "shared")))
+    confirmation = None
+    if any(k in props for k in ("side_effects", "confirm", "immutable")):
+        confirmation = ToolConfirmation(side_effects=ctx.boolean(props.get("side_effects")),
+                                        require=ctx.choice(props.get("confirm"), ("always", "never", "when_side_effects")),
+                                        immutable=ctx.names_list(props.get("immutable")))
+    return ToolDef(name=name, description=description, params=params, returns=returns, binding=binding,
+                   convention="value", auth=auth, confirmation=confirmation, span=node.span)
 
 
 def extra_problems(props: dict[str, Node], node: Node, ctx: SectionContext) -> None:

@@ -167,6 +167,16 @@ def compile_flow(section: Node, ctx: SectionContext, rules: AgentRules, instruct
     return graph, b.extra_agents
 
 
+def _action_elements(respond: Node, ctx: SectionContext) -> list:
+    """RESPOND's ACTIONS: the buttons, choices and inputs shown with the message."""
+    actions = respond.get("ACTIONS")
+    if actions is None:
+        return []
+    from .sections.execution import parse_action_elements
+
+    return parse_action_elements(actions, ctx)
+
+
 def _sequence_names(seq: Node, ctx: SectionContext):
     """(name, where) of each step a sequence names: `a -> b -> c`, or `steps:` as a list."""
     from frontdesk.diagnostics import Span
@@ -235,7 +245,8 @@ def _compile_step(b: _FlowBuilder, name: str, node: Node, after: str) -> None:
         chain_after_gather = _gather(b, name, fields, props)
         link(chain_after_gather)
     if respond is not None:
-        link([SayNode(id=b.new_id(name, "respond"), text=ctx.template(respond.text, respond))])
+        link([SayNode(id=b.new_id(name, "respond"), text=ctx.template(respond.text, respond),
+                      actions=_action_elements(respond, ctx))])
     if "ON_INPUT" in props or "SUB_INTENTS" in props or "DIGRESSIONS" in props:
         link(_on_input(b, name, props))
     for key in ("DELEGATE", "HANDOFF", "ESCALATE"):
