@@ -257,3 +257,35 @@ def test_mutated_abl_gives_diagnostics_never_an_exception(tmp_path_factory, data
     assert program is not None or any(d.is_error for d in diags)
     for d in diags:
         assert d.span is None or d.span.line >= 0
+
+
+def test_a_tool_library_gives_the_agents_tools_their_http_implementation():
+    program, diags = load_abl(CORPUS / "spec" / "derived_tool_library")
+    assert program is not None and not [d for d in diags if d.is_error]
+    card = program.tools["get_id_card"]
+    assert card.binding.kind == "http" and card.binding.method == "POST"
+    assert '"member_id": "{{member_id}}"' in card.binding.body
+    assert [p.name for p in card.params] == ["member_id"] and card.returns["properties"]["card_url"]["type"] == "string"
+
+
+def test_tool_auth_and_confirmation_reach_the_ir(tmp_path: Path):
+    (tmp_path / "a.agent.abl").write_text('''AGENT: Mailer
+GOAL: "Send mail"
+TOOLS:
+  gmail_lookup(query: string) -> Result
+    auth_profile: "google-creds"
+    auth_jit: true
+    consent: preflight
+    connection: per_user
+  charge_card(amount: number) -> Result
+    side_effects: true
+    confirm: when_side_effects
+    immutable: [amount]
+''', encoding="utf-8")
+    program, diags = load_abl(tmp_path)
+    assert not diags, [d.format() for d in diags]
+    lookup, charge = program.tools["gmail_lookup"], program.tools["charge_card"]
+    assert (lookup.auth.profile, lookup.auth.jit, lookup.auth.consent, lookup.auth.connection) == (
+        "google-creds", True, "preflight", "per_user")
+    assert (charge.confirmation.side_effects, charge.confirmation.require, charge.confirmation.immutable) == (
+        True, "when_side_effects", ["amount"])

@@ -149,24 +149,9 @@ def _flow_element(text: str):
 
 
 def _split_flow(text: str) -> list[str]:
-    parts, depth, quote, current = [], 0, None, ""
-    for ch in text:
-        if quote:
-            current += ch
-            quote = None if ch == quote else quote
-            continue
-        if ch in "\"'":
-            quote = ch
-        elif ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            parts.append(current)
-            current = ""
-            continue
-        current += ch
-    return [p for p in (*parts, current) if p.strip()]
+    from .sections._common import split_top
+
+    return [part for part, _ in split_top(text)]
 
 
 class _Block(str):

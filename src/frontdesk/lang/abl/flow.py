@@ -419,27 +419,9 @@ def _noop(node_id: str) -> AssignNode:
 
 
 def _split_args(text: str) -> list[str]:
-    parts, depth, quote, current = [], 0, None, ""
-    for ch in text:
-        if quote:
-            current += ch
-            if ch == quote:
-                quote = None
-            continue
-        if ch in "\"'":
-            quote = ch
-        elif ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            parts.append(current)
-            current = ""
-            continue
-        current += ch
-    if current.strip():
-        parts.append(current)
-    return parts
+    from .sections._common import split_top
+
+    return [part for part, _ in split_top(text)]
 
 
 def _block(b: _FlowBuilder, step: str, node: Node, join: str) -> str:
