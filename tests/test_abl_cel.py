@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from frontdesk.lang.abl.cel import (
+from frontdesk.expr.cel import (
     HELPERS,
     CelCheck,
     CelError,

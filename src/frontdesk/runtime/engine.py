@@ -28,6 +28,7 @@ from frontdesk.runtime.pipeline import Pipeline
 from frontdesk.runtime.policies import KIND_OF, new_frame
 from frontdesk.runtime.reasoning import ReasoningExecutor
 from frontdesk.runtime.routing import RouterExecutor
+from frontdesk.runtime.rules import RulesHook
 from frontdesk.runtime.state import (
     THREAD_LIMIT,
     FlowData,
@@ -91,7 +92,10 @@ class Engine:
         # (a seeded random.Random in tests)
         self.eval_env = EvalEnv(clock=self._now, random=random or SystemRandom())
         # hooks at the turn's interception points (input, tool calls, output, turn end): see pipeline.py
-        self.pipeline = Pipeline(hooks)
+        # an agent's declared constraints and guardrails (ABL) are the pipeline's first hook
+        declared = any(a.rules is not None and (a.rules.constraints or a.rules.guardrails)
+                       for a in program.agents.values())
+        self.pipeline = Pipeline(([RulesHook()] if declared else []) + list(hooks or []))
         # knowledge agents' indexes, built on first use (the application wires its fetcher, embedder and
         # progress display); by default web pages are fetched and retrieval is keyword-only
         self.knowledge = knowledge if knowledge is not None else KnowledgeCache(program)

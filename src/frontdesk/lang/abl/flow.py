@@ -224,29 +224,32 @@ def _compile_step(b: _FlowBuilder, name: str, node: Node, after: str) -> None:
     def link(nodes: list) -> None:
         chain.extend(nodes)
 
+    # the step's actions in the order they are written (a SET after a CALL reads its result)
     tool = None
-    if "SET" in props:
-        link(_set(b, props["SET"], name))
-    if "CLEAR" in props:
-        link(_clear(b, props["CLEAR"], name))
-    if "TRANSFORM" in props:
-        link(_transform(b, props["TRANSFORM"], name))
-    if "CALL" in props:
-        tool = _call_name(props["CALL"])
-        link(_call(b, props["CALL"], props, name))
-    reasoning = props.get("REASONING")
-    if reasoning is not None and ctx.boolean(reasoning):
-        link([_reasoning_step(b, name, props)])
-    if "PRESENT" in props:
-        link([SayNode(id=b.new_id(name, "present"), text=ctx.template(props["PRESENT"].text, props["PRESENT"]))])
-    fields = _step_fields(b, props, name)
-    respond = props.get("RESPOND")
-    if fields:
-        chain_after_gather = _gather(b, name, fields, props)
-        link(chain_after_gather)
-    if respond is not None:
-        link([SayNode(id=b.new_id(name, "respond"), text=ctx.template(respond.text, respond),
-                      actions=_action_elements(respond, ctx))])
+    gathered = False
+    for key in props:
+        node_ = props[key]
+        if key == "SET":
+            link(_set(b, node_, name))
+        elif key == "CLEAR":
+            link(_clear(b, node_, name))
+        elif key == "TRANSFORM":
+            link(_transform(b, node_, name))
+        elif key == "CALL":
+            tool = _call_name(node_)
+            link(_call(b, node_, props, name))
+        elif key == "REASONING" and ctx.boolean(node_):
+            link([_reasoning_step(b, name, props)])
+        elif key == "PRESENT":
+            link([SayNode(id=b.new_id(name, "present"), text=ctx.template(node_.text, node_))])
+        elif key in ("GATHER", "COLLECT") and not gathered:
+            gathered = True
+            fields = _step_fields(b, props, name)
+            if fields:
+                link(_gather(b, name, fields, props))
+        elif key == "RESPOND":
+            link([SayNode(id=b.new_id(name, "respond"), text=ctx.template(node_.text, node_),
+                          actions=_action_elements(node_, ctx))])
     if "ON_INPUT" in props or "SUB_INTENTS" in props or "DIGRESSIONS" in props:
         link(_on_input(b, name, props))
     for key in ("DELEGATE", "HANDOFF", "ESCALATE"):
@@ -536,13 +539,19 @@ def _step_fields(b: _FlowBuilder, props: dict[str, Node], step: str) -> list[Gat
     if collect is not None:
         prompt = b.ctx.text(props.get("PROMPT"))
         fields += [GatherField(name=n, prompt=prompt) for n in b.ctx.names_list(collect)]
-    known = {f.name for f in b.rules.gather}
+    declared = {f.name: f for f in b.rules.gather}
+    out: list[GatherField] = []
     for f in fields:
         b.ctx.fields.add(f.name)
-        if f.name not in known:
+        if f.name in declared:
+            # the agent's GATHER says how to ask for it; the step may only make it optional or re-word it
+            base = declared[f.name]
+            f = base.model_copy(update={"prompt": f.prompt or base.prompt, "required": f.required and base.required})
+        else:
             b.rules.gather.append(f)
-            known.add(f.name)
-    return fields
+            declared[f.name] = f
+        out.append(f)
+    return out
 
 
 def _gather(b: _FlowBuilder, step: str, fields: list[GatherField], props: dict[str, Node]) -> list:

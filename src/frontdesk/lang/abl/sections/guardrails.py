@@ -119,7 +119,7 @@ def _validate_cel(text: str, node: Node, ctx: SectionContext) -> None:
     """ABL016 when the check is not usable CEL (at its line and column). Without cel-python
     installed, the check is accepted as written and validated when the runtime loads it."""
     try:
-        from ..cel import check_cel
+        from frontdesk.expr.cel import check_cel
     except ImportError:
         return
     problem = check_cel(text)

@@ -1,0 +1,120 @@
+"""ABL CONSTRAINTS and GUARDRAILS at run time (runtime/rules.py), on compiled ABL programs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from frontdesk.lang.abl.compiler import load_abl
+from frontdesk.llm.scripted import ScriptedProvider
+from frontdesk.runtime.engine import Engine
+from frontdesk.runtime.tools import StubToolRunner
+from frontdesk.store.memory import MemorySessionStore
+
+REFUND = '''AGENT: Refund_Desk
+GOAL: "Refund orders"
+
+TOOLS:
+  lookup_order(order_id: string) -> {status: string, total: number}
+  process_refund(order_id: string) -> {refund_id: string}
+
+GATHER:
+  order_id:
+    prompt: "Your order number?"
+    type: string
+    required: true
+
+CONSTRAINTS:
+  refunds:
+    - REQUIRE order_status != "already_refunded"
+      ON_FAIL: "This order has already been refunded."
+    - REQUIRE order_total <= 1000 BEFORE calling process_refund
+      ON_FAIL: "Refunds over 1000 need a manager."
+
+GUARDRAILS:
+  no_card_numbers:
+    kind: input
+    check: "abl.contains_pii(content)"
+    action: block
+    msg: "Please don't share card numbers here."
+  no_pii_output:
+    kind: output
+    check: "abl.contains_email(content)"
+    action: redact
+
+FLOW:
+  ask -> look -> refund
+
+  ask:
+    GATHER:
+      - order_id: required
+    THEN: look
+
+  look:
+    CALL: lookup_order(order_id)
+    SET:
+      order_status = lookup_order.status
+      order_total = lookup_order.total
+    RESPOND: "Order {{order_id}}: {{order_status}}. Write to help@shop.test for anything else."
+    THEN: refund
+
+  refund:
+    CALL: process_refund(order_id)
+    ON_SUCCESS:
+      RESPOND: "Refunded: {{process_refund.refund_id}}."
+      THEN: COMPLETE
+    ON_FAIL:
+      RESPOND: "The refund did not go through."
+      THEN: COMPLETE
+'''
+
+
+def engine(tmp_path: Path, answers: dict, extract: str) -> tuple[Engine, StubToolRunner]:
+    (tmp_path / "refund.agent.abl").write_text(REFUND, encoding="utf-8")
+    program, diags = load_abl(tmp_path)
+    assert program is not None, [d.format() for d in diags]
+    llm = ScriptedProvider([{"purpose": "understand", "call": "understand", "with": {"args": {"order_id": extract}}}])
+    tools = StubToolRunner(answers, convention="value")
+    return Engine(program, llm, MemorySessionStore(), tools=tools), tools
+
+
+def events(result, kind: str) -> list:
+    return [e for e in result.events if e.type == kind]
+
+
+def test_an_input_guardrail_blocks_the_message_before_any_agent_or_tool(tmp_path):
+    eng, tools = engine(tmp_path, {}, "A-1")
+    sid = eng.start().session_id
+    result = eng.send(sid, "my card is 4111 1111 1111 1111")
+    assert [m.text for m in result.messages] == ["Please don't share card numbers here."]
+    assert not tools.calls and events(result, "input_blocked")
+    assert events(result, "guardrail_check")[0].data["fired"] is True
+
+
+def test_a_before_calling_constraint_stops_the_tool_and_an_output_guardrail_redacts(tmp_path):
+    eng, tools = engine(tmp_path, {"lookup_order": {"status": "paid", "total": 2500},
+                                   "process_refund": {"refund_id": "R-9"}}, "A-1")
+    sid = eng.start().session_id
+    result = eng.send(sid, "order A-1")
+    texts = [m.text for m in result.messages]
+    assert texts[0] == "Order A-1: paid. Write to [REDACTED] for anything else."
+    assert "Refunds over 1000 need a manager." in texts[1] and texts[-1] == "The refund did not go through."
+    assert [t for t, _ in tools.calls] == ["lookup_order"]  # process_refund never ran
+    assert events(result, "tool_intercepted")
+    failed = [e.data["constraint"] for e in events(result, "constraint_check") if not e.data["passed"]]
+    assert any("order_total <= 1000" in c for c in failed)
+
+
+def test_a_turn_constraint_sends_its_message_when_the_state_breaks_it(tmp_path):
+    eng, tools = engine(tmp_path, {"lookup_order": {"status": "already_refunded", "total": 20},
+                                   "process_refund": {"refund_id": "R-9"}}, "A-2")
+    sid = eng.start().session_id
+    result = eng.send(sid, "order A-2")
+    assert result.messages[-1].text == "This order has already been refunded."
+    assert [t for t, _ in tools.calls] == ["lookup_order", "process_refund"]
+
+
+def test_a_constraint_on_values_not_given_yet_does_not_fire(tmp_path):
+    eng, _ = engine(tmp_path, {}, "A-1")
+    started = eng.start()
+    assert [m.text for m in started.messages] == ["Your order number?"]
+    assert not [e for e in events(started, "constraint_check") if not e.data["passed"]]
