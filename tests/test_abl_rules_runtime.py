@@ -118,3 +118,66 @@ def test_a_constraint_on_values_not_given_yet_does_not_fire(tmp_path):
     started = eng.start()
     assert [m.text for m in started.messages] == ["Your order number?"]
     assert not [e for e in events(started, "constraint_check") if not e.data["passed"]]
+
+
+MEMORY = '''AGENT: Trip_Planner
+GOAL: "Plan trips"
+
+MEMORY:
+  session:
+    - attempts
+      INITIAL: 0
+      RESET: per_session
+  persistent:
+    - PATH: user.past_destinations
+      SCOPE: user
+      ACCESS: readwrite
+    - PATH: project.greeting
+      SCOPE: project
+      ACCESS: read
+  remember:
+    - WHEN: booked == true
+      STORE: destination -> user.past_destinations
+
+FLOW:
+  ask -> book
+
+  ask:
+    PRESENT: "Last time: {{user.past_destinations}}. Attempts: {{attempts}}."
+    GATHER:
+      - destination:
+          REQUIRED: true
+          PROMPT: "Where to?"
+    THEN: book
+
+  book:
+    SET:
+      booked = true
+      attempts = attempts + 1
+      project.greeting = "hacked"
+    RESPOND: "Booked {{destination}}."
+    THEN: COMPLETE
+'''
+
+
+def test_memory_initial_values_and_remember_triggers_across_sessions(tmp_path):
+    from frontdesk.store.longterm import DictMemoryStore
+
+    (tmp_path / "trip.agent.abl").write_text(MEMORY, encoding="utf-8")
+    program, diags = load_abl(tmp_path)
+    assert program is not None, [d.format() for d in diags]
+    memory = DictMemoryStore()
+
+    def chat(place: str) -> list[str]:
+        llm = ScriptedProvider([{"purpose": "understand", "call": "understand",
+                                 "with": {"args": {"destination": place}}}])
+        engine = Engine(program, llm, MemorySessionStore(), memory=memory)
+        first = engine.start(user_id="ada")
+        second = engine.send(first.session_id, place)
+        return [m.text for m in first.messages + second.messages]
+
+    assert chat("Lisbon") == ["Last time: (none). Attempts: 0.", "Where to?", "Booked Lisbon."]
+    assert memory.get("user", "ada", "past_destinations") == "Lisbon"
+    assert chat("Oslo")[0] == "Last time: Lisbon. Attempts: 0."
+    assert memory.get("user", "ada", "past_destinations") == "Oslo"
+    assert memory.get("project", "project", "greeting") is None  # ACCESS: read: the SET was refused

@@ -350,6 +350,9 @@ class TurnContext:
         elif target.space == "local" and frame is not None:
             frame.locals[target.name] = value
             self.log.emit("arg_set", agent, scope="local", name=target.name, value=value, why=why)
+        elif target.space == "memory" and self._read_only(target, agent):
+            self.log.emit("warning", agent, where="assignment",
+                          message=f"memory {target.scope}.{target.name} is declared read-only (ACCESS: read)")
         elif target.space == "memory" and self.memory is not None and \
                 (target.scope != "user" or self.state.user_id):
             self.memory.put(target.scope, self._memory_owner(target.scope), target.name, value)
@@ -357,6 +360,16 @@ class TurnContext:
         else:
             self.log.emit("warning", agent, where="assignment",
                           message=f"{target.space} value {target.scope}.{target.name} cannot be set here")
+
+    def _read_only(self, target: Ref, agent: str | None) -> bool:
+        """Whether the agent declares this persistent path with ACCESS: read."""
+        declaring = self.program.agents.get(agent) if agent else None
+        rules = getattr(declaring, "rules", None)
+        if rules is None:
+            return False
+        roots = {"user": "user", "project": "project", "execution_tree": "workflow"}
+        path = f"{roots.get(target.scope, target.scope)}.{target.name}"
+        return any(p.path == path and p.access == "read" for p in rules.memory.persistent)
 
     def set_status(self, scope: str, status: str, message: str = "") -> None:
         record = self.result_of(scope)

@@ -93,7 +93,7 @@ class Engine:
         self.eval_env = EvalEnv(clock=self._now, random=random or SystemRandom())
         # hooks at the turn's interception points (input, tool calls, output, turn end): see pipeline.py
         # an agent's declared constraints and guardrails (ABL) are the pipeline's first hook
-        declared = any(a.rules is not None and (a.rules.constraints or a.rules.guardrails)
+        declared = any(a.rules is not None and (a.rules.constraints or a.rules.guardrails or a.rules.memory.remember)
                        for a in program.agents.values())
         self.pipeline = Pipeline(([RulesHook()] if declared else []) + list(hooks or []))
         # knowledge agents' indexes, built on first use (the application wires its fetcher, embedder and

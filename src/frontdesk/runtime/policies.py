@@ -16,10 +16,26 @@ def new_frame(ctx: TurnContext, agent_name: str, offer_input_by: str | None = No
     """A frame for an agent about to start; with `offer_input_by`, the turn's message is offered to it."""
     agent = ctx.program.agents[agent_name]
     ctx.clear_status(agent_name)
+    _initial_values(ctx, agent)
     frame = Frame(id=ctx.new_frame_id(), agent=agent_name, kind=KIND_OF[agent.kind])
     if offer_input_by is not None:
         ctx.input.offer(frame, offer_input_by)
     return frame
+
+
+def _initial_values(ctx: TurnContext, agent: Agent) -> None:
+    """Session variables an agent declares with an INITIAL value: set once per session, or again at
+    every activation (RESET: per_activation)."""
+    if agent.rules is None:
+        return
+    from frontdesk.ir.expr import Ref
+
+    for var in agent.rules.memory.session:
+        if var.initial is None:
+            continue
+        ref = Ref(scope="session", name=var.name)
+        if var.reset == "per_activation" or ctx.read(ref, agent.name) is None:
+            ctx.assign(ref, var.initial, agent.name, why=f"INITIAL ({var.reset})")
 
 
 def setup_frame(ctx: TurnContext, agent: Agent) -> Frame:

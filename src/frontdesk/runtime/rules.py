@@ -113,6 +113,23 @@ class RulesHook:
                                           bot=[_redact(b, guard) for b in result.bot], args=result.args)
         return None
 
+    def turn_end(self, ctx: TurnContext) -> None:
+        """MEMORY remember triggers: when a rule's condition holds, its value is stored."""
+        for agent, rules in self._rules(ctx):
+            for rule in rules.memory.remember:
+                if not isinstance(rule.when, ExprCondition):
+                    continue
+                from frontdesk.expr import EvalError, is_true
+
+                try:
+                    if not is_true(ctx.eval(rule.when.expr, agent)):
+                        continue
+                    value = ctx.eval(rule.value, agent)
+                except EvalError as exc:
+                    ctx.log.emit("error", agent, where=f"remember {rule.target}", message=str(exc))
+                    continue
+                remember(ctx, agent, rule.target, value)
+
     def output_ready(self, ctx: TurnContext, out: Outgoing) -> None:
         from frontdesk.runtime.context import BotMessage
 
@@ -235,6 +252,29 @@ def _has(node: Any, kind: type) -> bool:
     if isinstance(node, (list, tuple)):
         return any(_has(x, kind) for x in node)
     return False
+
+
+MEMORY_ROOTS = {"user": "user", "project": "project", "workflow": "execution_tree"}
+
+
+def remember(ctx: TurnContext, agent: str, target: str, value: Any) -> None:
+    """Store `value` at a persistent path (`user.past_bookings`): a list there gets it appended (once)."""
+    from frontdesk.ir.expr import Ref
+
+    root, _, rest = target.partition(".")
+    scope = MEMORY_ROOTS.get(root)
+    if scope is None or not rest:
+        ctx.log.emit("warning", agent, where="remember", message=f"{target} is not a persistent memory path")
+        return
+    ref = Ref(space="memory", scope=scope, name=rest)
+    current = ctx.read(ref, agent)
+    if isinstance(current, list):
+        if value in current:
+            return
+        value = [*current, value]
+    elif current == value:
+        return
+    ctx.assign(ref, value, agent, why="remember")
 
 
 def _session_ref(name: str):

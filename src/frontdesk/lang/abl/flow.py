@@ -294,8 +294,20 @@ def _set(b: _FlowBuilder, node: Node, step: str) -> list:
         _check_name(b, target, where)
         b.ctx.fields.add(target)
         value = b.ctx.expression(match.group("value"), where, offset=match.start("value"))
-        assignments.append(Assignment(target=Ref(scope=SESSION, name=target), value=value))
+        assignments.append(Assignment(target=_target_ref(target, b.ctx), value=value))
     return [AssignNode(id=b.new_id(step, "set"), assignments=assignments)] if assignments else []
+
+
+_MEMORY_ROOTS = {"user": "user", "project": "project", "workflow": "execution_tree"}
+
+
+def _target_ref(name: str, ctx: SectionContext) -> Ref:
+    """Where a SET writes: persistent memory for a declared path (`user.preferences`), else a
+    session variable."""
+    root, _, rest = name.partition(".")
+    if rest and root in _MEMORY_ROOTS and (name in ctx.memory_paths or root in ("user", "project", "workflow")):
+        return Ref(space="memory", scope=_MEMORY_ROOTS[root], name=rest)
+    return Ref(scope=SESSION, name=name)
 
 
 def _check_name(b: _FlowBuilder, name: str, node: Node) -> None:
