@@ -181,3 +181,67 @@ def test_memory_initial_values_and_remember_triggers_across_sessions(tmp_path):
     assert chat("Oslo")[0] == "Last time: Lisbon. Attempts: 0."
     assert memory.get("user", "ada", "past_destinations") == "Oslo"
     assert memory.get("project", "project", "greeting") is None  # ACCESS: read: the SET was refused
+
+
+COMPLETING = '''AGENT: Refund_Agent
+GOAL: "Process refunds"
+
+TOOLS:
+  process_refund(order_id: string) -> {refund_id: string, amount: number}
+
+GATHER:
+  order_id:
+    prompt: "Your order number?"
+    type: string
+    required: true
+
+COMPLETE:
+  - WHEN: process_refund.refund_id IS SET
+    RESPOND: "Your refund {{process_refund.refund_id}} of {{process_refund.amount}} is on its way."
+'''
+
+
+def test_a_reasoning_agent_completes_when_its_complete_condition_holds(tmp_path):
+    (tmp_path / "refund.agent.abl").write_text(COMPLETING, encoding="utf-8")
+    program, diags = load_abl(tmp_path)
+    assert program is not None, [d.format() for d in diags]
+    llm = ScriptedProvider([
+        {"purpose": "reason", "reply": "Hello! What is your order number?"},
+        {"purpose": "reason", "calls": [{"name": "process_refund", "arguments": {"order_id": "A-1"}}]},
+    ])
+    tools = StubToolRunner({"process_refund": {"refund_id": "R-7", "amount": 30}}, convention="value")
+    engine = Engine(program, llm, MemorySessionStore(), tools=tools)
+    sid = engine.start().session_id
+    result = engine.send(sid, "refund order A-1")
+    assert [m.text for m in result.messages] == ["Your refund R-7 of 30 is on its way."]
+    assert result.ended  # the entry agent completed: the session is over
+    llm.assert_finished()  # no model call after the task was complete
+
+
+def test_a_supervisors_handoff_rules_reach_the_routing_model(tmp_path):
+    (tmp_path / "hub.agent.abl").write_text('''SUPERVISOR: Support_Hub
+GOAL: "Route customers to the right specialist"
+
+HANDOFF:
+  - TO: Billing_Support
+    WHEN: user asks about invoices, charges, or refunds
+  - TO: Shipping_Agent
+    WHEN: user asks about delivery, tracking, or shipments
+''', encoding="utf-8")
+    (tmp_path / "billing.agent.abl").write_text('AGENT: Billing_Support\nGOAL: "Resolve billing questions"\n',
+                                                encoding="utf-8")
+    (tmp_path / "shipping.agent.abl").write_text('AGENT: Shipping_Agent\nGOAL: "Track parcels"\n',
+                                                 encoding="utf-8")
+    program, diags = load_abl(tmp_path)
+    assert program is not None and program.entry == "Support_Hub", [d.format() for d in diags]
+    llm = ScriptedProvider([
+        {"purpose": "route", "call": "route", "with": {"agent": "Shipping_Agent"}},
+        {"purpose": "reason", "reply": "Let me track that parcel for you."},
+    ])
+    engine = Engine(program, llm, MemorySessionStore())
+    sid = engine.start().session_id
+    result = engine.send(sid, "where is my package?")
+    assert result.messages[-1].text == "Let me track that parcel for you."
+    assert result.active_agent == "Shipping_Agent"
+    shown = llm.calls[0].messages[0].content
+    assert "route here when: user asks about delivery, tracking, or shipments" in shown

@@ -73,8 +73,14 @@ def conversation_message(history: list[HistoryItem], window: int) -> Message:
                                   present=not recent, parts=[Fixed("NO_MESSAGES_YET", "(no messages yet)")])])
 
 
-def _agent_line(agent: Agent) -> Value:
-    return Value("sys.agent_description", f"- {agent.name}: {agent.description or '(no description)'}", "[agent]")
+def _agent_line(agent: Agent, router: Agent | None = None) -> Value:
+    """One candidate as the router's model sees it: its description, and when the router says to route
+    to it (ABL HANDOFF WHEN) where it says so."""
+    text = f"- {agent.name}: {agent.description or '(no description)'}"
+    member = next((m for m in getattr(router, "members", []) if m.agent == agent.name), None)
+    if member is not None and member.description:
+        text += f" (route here when: {member.description})"
+    return Value("sys.agent_description", text, "[agent]")
 
 
 def route_plan(router: Agent, candidates: list[Agent], history: list[HistoryItem], window: int) -> PromptPlan:
@@ -85,7 +91,7 @@ def route_plan(router: Agent, candidates: list[Agent], history: list[HistoryItem
                              "should handle the user's latest message, judging by the agents' descriptions and "
                              "the conversation."),
         Fixed("AGENTS_HEADER", "Agents:"),
-        Each("agent", "sys.candidate_agents", [Value("sys.agent_description", "", "[agent]")], [[_agent_line(a)] for a in candidates]),
+        Each("agent", "sys.candidate_agents", [Value("sys.agent_description", "", "[agent]")], [[_agent_line(a, router)] for a in candidates]),
         Fixed("NONE_OPTION", f'If no agent fits the message, choose "{NONE_CHOICE}". Answer by calling {ROUTE_TOOL}.'),
         Maybe("sys.router.prompt", [Fixed("SELECTION_POLICY_HEADER", "Selection policy:"), Value("sys.router.prompt", "")],
               present=bool(instructions),

@@ -92,7 +92,7 @@ class ReasoningExecutor:
         data: ReasoningData = frame.data  # type: ignore[assignment]
         others = [a.name for a in switch_candidates(ctx, frame)]
         if data.pending or data.answer:
-            outcome = self._answer(agent, frame, ctx, others)
+            outcome = self._completed(agent, frame, ctx, self._answer(agent, frame, ctx, others))
             if outcome is not None:
                 return outcome
         while data.iterations < agent.max_iterations:
@@ -113,18 +113,45 @@ class ReasoningExecutor:
             if not response.tool_calls:
                 ctx.say(agent.name, response.content or "", frame)
                 frame.waiting = True
-                return Outcome.wait()
+                return self._completed(agent, frame, ctx, Outcome.wait())
             data.pending = [c.model_dump() for c in response.tool_calls]
             data.answer = {"content": response.content or "", "unasked": unasked,
                            "idle": self._finishes_idle(response.tool_calls, frame) and not data.refused_finish,
                            "only_set_args": all(c.name == prompts.SET_ARGS_TOOL for c in response.tool_calls)}
-            outcome = self._answer(agent, frame, ctx, others)
+            outcome = self._completed(agent, frame, ctx, self._answer(agent, frame, ctx, others))
             if outcome is not None:
                 return outcome
         ctx.log.emit("error", agent.name, where="reasoning",
                      message=f"no answer after {agent.max_iterations} model calls")
         ctx.say(agent.name, APOLOGY, frame)
         return Outcome.done("error", "iteration limit reached")
+
+    @staticmethod
+    def _completed(agent: ReasoningAgent, frame: Frame, ctx: TurnContext, outcome: Outcome | None) -> Outcome | None:
+        """The agent's declared completion (ABL COMPLETE): when one of its conditions holds after a
+        step of the loop, it says its words and ends with its return values."""
+        rules = agent.rules
+        if rules is None or not rules.complete or (outcome is not None and outcome.kind not in ("wait",)):
+            return outcome
+        from frontdesk.expr import EvalError, is_true
+        from frontdesk.ir.expr import ExprCondition
+
+        for rule in rules.complete:
+            if not isinstance(rule.when, ExprCondition):
+                continue
+            try:
+                if not is_true(ctx.eval(rule.when.expr, agent.name, frame)):
+                    continue
+                value = {name: ctx.eval(expr, agent.name, frame) for name, expr in rule.returns.items()}
+            except EvalError as exc:
+                ctx.log.emit("error", agent.name, where="completion", message=str(exc))
+                continue
+            ctx.log.emit("step", agent.name, action="complete", condition=rule.when.source)
+            if rule.action.respond is not None:
+                ctx.say(agent.name, ctx.render(rule.action.respond, agent.name, frame), frame)
+            frame.waiting = False
+            return Outcome.done("success", "completed", value=value or None)
+        return outcome
 
     def _answer(self, agent: ReasoningAgent, frame: Frame, ctx: TurnContext, others: list[str]) -> Outcome | None:
         """Run the tool calls of the model's answer (or those left when a delegation paused it), then
