@@ -81,6 +81,9 @@ class ListenNode(NodeBase):
     kind: Literal["listen"] = "listen"
     classifies: str | None = None
     extracts: list[str] = Field(default_factory=list)
+    # how values are read from the answer: by a model, by patterns (e-mail, phone, number, yes/no,
+    # date, a fixed list), or patterns first and a model for the rest; with no model, patterns
+    strategy: Literal["llm", "pattern", "hybrid"] = "llm"
 
 
 class Assignment(IRModel):

@@ -217,8 +217,12 @@ class FlowExecutor:
         branch = branch if isinstance(branch, BranchNode) else None
         values = ctx.values(frame.agent)
         extract = [n for n in node.extracts if values.get(n) is None]
+        by_pattern: dict[str, Any] = {}
+        if extract and (node.strategy != "llm" or not ctx.llm_classifies):
+            by_pattern = self._extract_by_pattern(extract, frame, ctx)
+            extract = [] if node.strategy == "pattern" else [n for n in extract if n not in by_pattern]
         if branch is None and not extract:
-            return None, not tentative
+            return None, (not tentative) or bool(by_pattern)
         switches = switch_candidates(ctx, frame) if branch and not tentative else []
         choice = self._choose_by_embedding(branch, switches, frame, ctx, tentative) if branch else None
         ask_choice = branch is not None and choice is None and (ctx.llm_classifies or not tentative)
@@ -240,7 +244,7 @@ class FlowExecutor:
                 choice = str(call.get("choice", prompts.NONE_CHOICE))
                 frame.data.decided_by[branch.id] = "llm"
         if branch is None:
-            return None, bool(extracted)
+            return None, bool(extracted) or bool(by_pattern)
         choice = choice or prompts.NONE_CHOICE
         if choice.startswith("switch:") and choice[7:] in {s.name for s in switches}:
             frame.waiting = True  # resume here, at the question, after the other agent
@@ -255,6 +259,24 @@ class FlowExecutor:
             ctx.input.also = also
             ctx.log.emit("step", frame.agent, action="the message also asks for another agent", agent=also)
         return None, choice in cases
+
+    def _extract_by_pattern(self, names: list[str], frame: Frame, ctx: TurnContext) -> dict[str, Any]:
+        """Values the message gives that patterns can read (e-mail, phone, number, yes/no, date, one of
+        a field's options), written like extracted ones."""
+        from frontdesk.runtime.extract import PATTERN_TYPES, extract_values
+
+        agent = ctx.program.agents[frame.agent]
+        types = {a.name: a.type for a in agent.args if a.name in names}
+        rules = agent.rules
+        options = {f.name: f.options for f in rules.gather if f.name in names and f.options} if rules else {}
+        fields = {n: t for n, t in types.items() if t in PATTERN_TYPES or n in options}
+        if not fields:
+            return {}
+        message = ctx.input.text or ctx.last_user_message()
+        found = extract_values(message, fields, ctx.eval_env.clock(), options)
+        if found:
+            ctx.log.emit("step", frame.agent, action="values read by pattern", args=found)
+        return self._apply_extracted(found, names, frame, ctx)
 
     def _reject_earlier_answer(self, node: ListenNode, frame: Frame, ctx: TurnContext) -> None:
         """The flow came back to a question it already asked: the values read from the earlier

@@ -572,9 +572,8 @@ def _gather(b: _FlowBuilder, step: str, fields: list[GatherField], props: dict[s
     ctx = b.ctx
     gather = props.get("GATHER")
     prompt_node = props.get("PROMPT") or (gather.get("PROMPT") if gather is not None else None)
-    strategy = gather.get("STRATEGY") if gather is not None else None
-    if strategy is not None:
-        b.rules.metadata.setdefault("steps", {}).setdefault(step, {})["strategy"] = ctx.text(strategy)
+    strategy = (gather.get("STRATEGY") if gather is not None else None) or props.get("STRATEGY")
+    strategy_name = ctx.choice(strategy, ("llm", "pattern", "hybrid"), default="llm") if strategy is not None else "llm"
     step_prompt = ctx.text(prompt_node)
     names = [f.name for f in fields]
     required = [f for f in fields if f.required] or fields
@@ -583,7 +582,7 @@ def _gather(b: _FlowBuilder, step: str, fields: list[GatherField], props: dict[s
     for f in required:
         ask = SayNode(id=b.new_id(step, f"ask_{f.name}_"), text=ctx.template(
             f.prompt or step_prompt or f"What is your {f.name.replace('_', ' ')}?", prompt_node))
-        listen = ListenNode(id=b.new_id(step, "listen"), extracts=names)
+        listen = ListenNode(id=b.new_id(step, "listen"), extracts=names, strategy=strategy_name)
         check = BranchNode(id=b.new_id(step, f"has_{f.name}_"), cases=[BranchCase(
             condition=ExprCondition(source=f"{f.name} IS SET", expr=IsSet(item=Ref(scope=SESSION, name=f.name))),
             target="")], otherwise=ask.id)

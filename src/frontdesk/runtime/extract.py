@@ -1,0 +1,116 @@
+"""Reading typed values out of a user's message without a model: e-mail addresses, phone numbers,
+numbers, yes/no, dates ("tomorrow", "March 15", "next Friday") and values from a fixed list.
+
+This is ABL's `pattern` GATHER strategy (and the first half of `hybrid`); a flow uses it for every
+field it can when no LLM is there to extract. Dates come from dateparser, phone numbers from
+phonenumbers (libphonenumber's rules).
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Any
+
+EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+NUMBER = re.compile(r"(?<![\w.])-?\d+(?:[.,]\d+)?(?![\w])")
+YES = {"yes", "yeah", "yep", "sure", "ok", "okay", "correct", "right", "true", "y", "definitely", "please do"}
+NO = {"no", "nope", "nah", "false", "n", "not really", "never"}
+NUMBER_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+                "nine": 9, "ten": 10, "eleven": 11, "twelve": 12}
+PATTERN_TYPES = ("email", "phone", "number", "integer", "boolean", "date", "datetime")
+
+
+def extract_values(text: str, fields: dict[str, str], now: datetime | None = None,
+                   options: dict[str, list[str]] | None = None) -> dict[str, Any]:
+    """The values of `fields` (name -> type) the message gives; a field it does not give is left out.
+
+    Two fields of the same type take the values in the order the message gives them (a check-in and
+    a check-out date: "from March 3 to March 5")."""
+    options = options or {}
+    found: dict[str, Any] = {}
+    by_type: dict[str, list[str]] = {}
+    for name, kind in fields.items():
+        if name in options and options[name]:
+            choice = _choice(text, options[name])
+            if choice is not None:
+                found[name] = choice
+            continue
+        by_type.setdefault(kind, []).append(name)
+    for kind, names in by_type.items():
+        values = _values(text, kind, now)
+        for name, value in zip(names, values):
+            found[name] = value
+    return found
+
+
+def _values(text: str, kind: str, now: datetime | None) -> list[Any]:
+    if kind == "email":
+        return EMAIL.findall(text)
+    if kind == "phone":
+        return _phones(text)
+    if kind in ("number", "integer"):
+        return _numbers(text, integer=kind == "integer")
+    if kind == "boolean":
+        answer = _yes_no(text)
+        return [] if answer is None else [answer]
+    if kind in ("date", "datetime"):
+        return _dates(text, now, with_time=kind == "datetime")
+    return []
+
+
+def _phones(text: str) -> list[str]:
+    import phonenumbers
+
+    out = []
+    for match in phonenumbers.PhoneNumberMatcher(text, "US"):
+        out.append(phonenumbers.format_number(match.number, phonenumbers.PhoneNumberFormat.E164))
+    return out
+
+
+def _numbers(text: str, integer: bool) -> list[int | float]:
+    without_dates = EMAIL.sub(" ", text)
+    out: list[int | float] = []
+    for raw in NUMBER.findall(without_dates):
+        value = float(raw.replace(",", "."))
+        out.append(int(value) if value.is_integer() or integer else value)
+    if not out:
+        for word in re.findall(r"[a-z]+", text.lower()):
+            if word in NUMBER_WORDS:
+                out.append(NUMBER_WORDS[word])
+    return out
+
+
+def _yes_no(text: str) -> bool | None:
+    words = re.findall(r"[a-z]+", text.lower())
+    if not words:
+        return None
+    if words[0] in YES or " ".join(words[:2]) in YES:
+        return True
+    if words[0] in NO or " ".join(words[:2]) in NO:
+        return False
+    return None
+
+
+def _dates(text: str, now: datetime | None, with_time: bool) -> list[str]:
+    from dateparser.search import search_dates
+
+    settings = {"PREFER_DATES_FROM": "future", "RETURN_AS_TIMEZONE_AWARE": False}
+    if now is not None:
+        settings["RELATIVE_BASE"] = now.replace(tzinfo=None)
+    try:
+        found = search_dates(text, languages=["en"], settings=settings) or []
+    except Exception:  # noqa: BLE001 - a date library failing on odd text gives no date, not an error
+        return []
+    out = []
+    for phrase, value in found:
+        if not re.search(r"[A-Za-z]{3,}|\d", phrase) or phrase.strip().isdigit():
+            continue  # a bare number is a number, not a day of the month
+        out.append(value.isoformat(timespec="minutes") if with_time else value.date().isoformat())
+    return out
+
+
+def _choice(text: str, options: list[str]) -> str | None:
+    lowered = text.lower()
+    hits = [o for o in options if re.search(rf"(?<!\w){re.escape(str(o).lower())}(?!\w)", lowered)]
+    return hits[0] if len(hits) == 1 else None
