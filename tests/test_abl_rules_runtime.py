@@ -245,3 +245,49 @@ HANDOFF:
     assert result.active_agent == "Shipping_Agent"
     shown = llm.calls[0].messages[0].content
     assert "route here when: user asks about delivery, tracking, or shipments" in shown
+
+
+ERRORS = '''AGENT: Booker
+GOAL: "Book rooms"
+
+TOOLS:
+  book_room(room: string) -> {booking_id: string}
+
+ON_ERROR:
+  tool_error:
+    RESPOND: "The booking system is having trouble. I'm passing you to a colleague."
+    RETRY: 2
+    THEN: ESCALATE with REASON: "Service unavailable"
+
+FLOW:
+  book:
+    CALL: book_room("suite")
+    RESPOND: "Booked: {{book_room.booking_id}}."
+    THEN: COMPLETE
+'''
+
+
+def test_on_error_retries_then_says_its_words_and_escalates(tmp_path):
+    (tmp_path / "booker.agent.abl").write_text(ERRORS, encoding="utf-8")
+    program, diags = load_abl(tmp_path)
+    assert program is not None, [d.format() for d in diags]
+    calls = []
+
+    def flaky(room):
+        calls.append(room)
+        if len(calls) < 3:
+            raise RuntimeError("busy")
+        return {"booking_id": "B-1"}
+
+    engine = Engine(program, None, MemorySessionStore(), tools=StubToolRunner({"book_room": flaky}, convention="value"))
+    result = engine.start()
+    assert [m.text for m in result.messages] == ["Booked: B-1."] and len(calls) == 3  # two retries were enough
+
+    calls.clear()
+    always = StubToolRunner({"book_room": lambda room: (_ for _ in ()).throw(RuntimeError("down"))}, convention="value")
+    engine = Engine(program, None, MemorySessionStore(), tools=always)
+    result = engine.start()
+    assert [m.text for m in result.messages] == [
+        "The booking system is having trouble. I'm passing you to a colleague."]
+    assert engine.load_state(result.session_id).status == "escalated"
+    assert [e.data["attempt"] for e in result.events if e.data.get("action") == "retry after a tool error"] == [1, 2]

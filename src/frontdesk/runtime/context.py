@@ -463,6 +463,45 @@ class TurnContext:
         )
         return response
 
+    def _error_handler(self, caller: str | None, tool: str, result: ToolResult):
+        """The caller's ON_ERROR handler for a failed call: for the tool by name, else by the kind of
+        failure (tool_timeout, api_error), else tool_error, else unknown_error."""
+        failed = result.status == "error" or result.error
+        agent = self.program.agents.get(caller) if caller else None
+        rules = getattr(agent, "rules", None)
+        if not failed or rules is None or not rules.on_error:
+            return None
+        failure = getattr(result, "failure", None)
+        kind = getattr(failure, "kind", "")
+        wanted = [tool, "tool_timeout" if kind == "timeout" else "",
+                  "api_error" if kind in ("http_status", "connection") else "", "tool_error", "unknown_error"]
+        for name in wanted:
+            handler = next((h for h in rules.on_error if h.on == name), None)
+            if name and handler is not None:
+                return handler
+        return None
+
+    def _handle_tool_error(self, handler, tool: str, args: dict[str, Any], caller: str | None,
+                           frame: Frame | None, result: ToolResult) -> ToolResult:
+        """ON_ERROR: retry as often as it says, then say its words and do what follows (escalate, ...)."""
+        action = handler.action
+        retries = action.max_retries if action.max_retries is not None else (1 if action.retry else 0)
+        for attempt in range(1, retries + 1):
+            self.log.emit("step", caller, action="retry after a tool error", tool=tool, attempt=attempt,
+                          handler=handler.on)
+            result = self.tools.call(tool, args)
+            self.log.emit("tool_result", caller, tool=tool, status=result.status, message=result.message,
+                          args=result.args, bot=result.bot, error=result.error)
+            if result.status != "error" and not result.error:
+                return result
+        self.log.emit("step", caller, action="error handled", handler=handler.on, tool=tool)
+        if action.respond is not None and caller:
+            self.say(caller, self.render(action.respond, caller, frame), frame)
+        if action.escalate:
+            self.state.status = "escalated"
+            self.log.emit("session_escalated", caller, reason=action.escalate_reason or f"{tool} kept failing")
+        return result
+
     def call_tool(self, tool: str, args: dict[str, Any], caller: str | None, frame: Frame | None) -> ToolResult:
         pending = PendingToolCall(tool, dict(args), caller)
         self.pipeline.before_tool(self, pending)
@@ -473,6 +512,9 @@ class TurnContext:
         self.log.emit("tool_result", caller, tool=tool, status=result.status, message=result.message,
                       args=result.args, bot=result.bot, error=result.error,
                       **({"truncated": result.truncated} if result.truncated else {}))
+        handler = self._error_handler(caller, tool, result) if pending.result is None else None
+        if handler is not None:
+            result = self._handle_tool_error(handler, tool, args, caller, frame, result)
         record = self.result_of(tool)
         record.values.update(result.args)
         record.status, record.message = result.status, result.message

@@ -22,15 +22,22 @@ PATTERN_TYPES = ("email", "phone", "number", "integer", "boolean", "date", "date
 
 
 def extract_values(text: str, fields: dict[str, str], now: datetime | None = None,
-                   options: dict[str, list[str]] | None = None) -> dict[str, Any]:
+                   options: dict[str, list[str]] | None = None,
+                   patterns: dict[str, str] | None = None) -> dict[str, Any]:
     """The values of `fields` (name -> type) the message gives; a field it does not give is left out.
 
     Two fields of the same type take the values in the order the message gives them (a check-in and
     a check-out date: "from March 3 to March 5")."""
     options = options or {}
+    patterns = patterns or {}
     found: dict[str, Any] = {}
     by_type: dict[str, list[str]] = {}
     for name, kind in fields.items():
+        if name in patterns:
+            value = _by_regex(text, patterns[name])
+            if value is not None:
+                found[name] = value
+            continue
         if name in options and options[name]:
             choice = _choice(text, options[name])
             if choice is not None:
@@ -108,6 +115,16 @@ def _dates(text: str, now: datetime | None, with_time: bool) -> list[str]:
             continue  # a bare number is a number, not a day of the month
         out.append(value.isoformat(timespec="minutes") if with_time else value.date().isoformat())
     return out
+
+
+def _by_regex(text: str, pattern: str) -> str | None:
+    """The first part of the message that the field's validation pattern accepts (its ^ and $ let go)."""
+    try:
+        compiled = re.compile(pattern.removeprefix("^").removesuffix("$"), re.IGNORECASE)
+    except re.error:
+        return None
+    match = compiled.search(text)
+    return match.group(0) if match else None
 
 
 def _choice(text: str, options: list[str]) -> str | None:

@@ -269,11 +269,13 @@ class FlowExecutor:
         types = {a.name: a.type for a in agent.args if a.name in names}
         rules = agent.rules
         options = {f.name: f.options for f in rules.gather if f.name in names and f.options} if rules else {}
-        fields = {n: t for n, t in types.items() if t in PATTERN_TYPES or n in options}
+        patterns = {f.name: v.rule for f in (rules.gather if rules else []) if f.name in names
+                    for v in f.validations if v.kind == "pattern" and v.rule}
+        fields = {n: t for n, t in types.items() if t in PATTERN_TYPES or n in options or n in patterns}
         if not fields:
             return {}
         message = ctx.input.text or ctx.last_user_message()
-        found = extract_values(message, fields, ctx.eval_env.clock(), options)
+        found = extract_values(message, fields, ctx.eval_env.clock(), options, patterns)
         if found:
             ctx.log.emit("step", frame.agent, action="values read by pattern", args=found)
         return self._apply_extracted(found, names, frame, ctx)
@@ -342,7 +344,11 @@ class FlowExecutor:
     def _invoke(self, node: InvokeNode, frame: Frame, ctx: TurnContext, graph: StepGraph) -> Outcome | None:
         args = {a.name: self._eval(a.value, frame, ctx) for a in node.args}
         if node.target_kind == "tool":
+            escalated = ctx.state.status == "escalated"
             result = ctx.call_tool(node.target, args, frame.agent, frame)
+            if ctx.state.status == "escalated" and not escalated:
+                frame.data.node = node.next  # an error handler handed the conversation to a person
+                return Outcome.escalate(f"{node.target} failed")
             if node.result and node.result != node.target:
                 ctx.state.results[node.result] = ctx.result_of(node.target).model_copy(deep=True)
             if node.bind is not None:

@@ -22,6 +22,7 @@ from frontdesk.ir.models import (
     Handoff,
     HttpBinding,
     Program,
+    PythonBinding,
     ReasoningAgent,
     Ref,
     RouterAgent,
@@ -195,6 +196,10 @@ def tool_from_line(node: Node, ctx: SectionContext) -> ToolDef | None:
     binding = StubBinding()
     if any(k in props for k in _HTTP_KEYS):
         binding = _http_binding(props, ctx)
+    elif "python" in props:
+        # our extension for tool libraries: `python: tools.py` (and `function:`), a function of the
+        # project's Python file that returns the tool's value
+        binding = PythonBinding(module=ctx.text(props["python"]), function=ctx.text(props.get("function")) or name)
     auth = None
     if "auth_profile" in props or "auth_jit" in props:
         auth = ToolAuth(profile=ctx.text(props.get("auth_profile")), jit=ctx.boolean(props.get("auth_jit")),
