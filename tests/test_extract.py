@@ -79,3 +79,21 @@ def test_a_flow_gathers_typed_fields_with_no_model(tmp_path: Path):
     assert [m.text for m in engine.send(sid, "we are 4, tomorrow").messages] == ["Your e-mail for the confirmation?"]
     result = engine.send(sid, "ada@example.org")
     assert [m.text for m in result.messages] == ["Table for 4 on 2026-11-26; confirmation to ada@example.org."]
+
+
+def test_the_trace_names_the_turn_the_steps_and_the_extraction_as_abl_does(tmp_path: Path):
+    (tmp_path / "table.agent.abl").write_text(FLOW, encoding="utf-8")
+    program, _ = load_abl(tmp_path)
+    engine = Engine(program, None, MemorySessionStore(), clock=lambda: NOW.timestamp())
+    first = engine.start()
+    types = [e.type for e in first.events]
+    assert types[types.index("execution.started") + 1:].count("flow_transition") >= 1
+    assert types[-1] == "execution.completed" or "execution.completed" in types
+    result = engine.send(first.session_id, "4 people, tomorrow, ada@example.org")
+    extraction = next(e for e in result.events if e.type == "gather_extraction")
+    assert extraction.data == {"fields": {"guests": 4, "day": "2026-11-26", "email": "ada@example.org"},
+                               "by": "pattern"}
+    steps = [e.data["step"] for e in result.events if e.type == "flow_transition"]
+    assert steps == ["done"]
+    completed = next(e for e in result.events if e.type == "execution.completed")
+    assert completed.data["llm_calls"] == 0 and completed.data["messages"] == 1

@@ -13,9 +13,14 @@ from frontdesk.llm.base import LLM, LLMError, LLMRequest, LLMResponse
 from frontdesk.nlu.base import Decision, Option, Thresholds, Understanding
 from frontdesk.runtime.events import EventLog
 from frontdesk.runtime.pipeline import PendingToolCall, Pipeline
-from frontdesk.runtime.state import Frame, HistoryItem, ResultRecord, SessionState, Thread
+from frontdesk.runtime.state import (
+    Frame,
+    HistoryItem,
+    ResultRecord,
+    SessionState,
+    Thread,
+)
 from frontdesk.runtime.tools import ToolResult, ToolRunner
-
 
 NO_LLM_MESSAGE = (
     "no LLM is configured: set FRONTDESK_LLM_BASE_URL (and FRONTDESK_LLM_API_KEY, FRONTDESK_LLM_MODEL) "
@@ -241,6 +246,7 @@ class TurnContext:
         thread = self.state.threads.pop(tid)
         for frame in thread.frames[:-1]:
             self.state.stack.append(frame)
+        self.log.emit("thread_return", thread.top.agent, thread=tid, reason=thread.reason)
         return thread.top
 
     def drop_thread(self, tid: str) -> None:

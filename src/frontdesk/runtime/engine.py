@@ -49,6 +49,11 @@ LOOP_APOLOGY = "Sorry, I got stuck. Let's start over: how can I help you?"
 
 
 register_event_type("session_escalated", "an agent handed the conversation to a person", ("reason",))
+# The turn's frame in the trace, named as ABL's core concepts name them (same for ADL programs).
+register_event_type("thread_return", "a suspended thread came back to the stack", ("thread",))
+register_event_type("execution.started", "a turn began: the agent that holds the conversation", ("agent",))
+register_event_type("execution.completed", "a turn ended: what it cost and where the conversation is",
+                    ("messages", "llm_calls", "prompt_tokens", "completion_tokens"))
 
 
 class SessionNotFound(LookupError):
@@ -203,6 +208,9 @@ class Engine:
                            option_cache=self.option_cache, memory=self.memory, pipeline=self.pipeline)
 
     def _finish(self, ctx: TurnContext, drive: bool = True) -> TurnResult:
+        before = dict(ctx.state.tokens)
+        active = next((f.agent for f in reversed(ctx.state.stack) if f.graph == "main"), None)
+        ctx.log.emit("execution.started", active, agent=active, turn=ctx.state.turn)
         if drive:
             self._drive(ctx)
         state = ctx.state
@@ -211,6 +219,12 @@ class Engine:
                          passed=ctx.input.passed)
         sent = ctx.send_output()
         self.pipeline.turn_end(ctx)
+        now_active = next((f.agent for f in reversed(state.stack) if f.graph == "main"), None)
+        ctx.log.emit("execution.completed", now_active, messages=len(sent),
+                     llm_calls=state.tokens["calls"] - before.get("calls", 0),
+                     prompt_tokens=state.tokens["prompt"] - before.get("prompt", 0),
+                     completion_tokens=state.tokens["completion"] - before.get("completion", 0),
+                     status=state.status)
         bound_history(state)
         if state.status == "active":
             state.status = "waiting"  # for the user's next message
@@ -328,6 +342,7 @@ class Engine:
         for resumed in thread.frames:
             ctx.state.stack.append(resumed)
         top = thread.top
+        ctx.log.emit("thread_return", top.agent, thread=thread.id, reason=thread.reason)
         ctx.log.emit("agent_resumed", top.agent, by=f"end of {frame.agent}", thread=thread.id)
         self.executors[top.kind].child_finished(top, result, ctx)
         return True

@@ -26,6 +26,7 @@ from frontdesk.nlu.base import Option
 from frontdesk.nlu.matcher import polarity
 from frontdesk.runtime import prompts
 from frontdesk.runtime.context import ChildResult, Outcome, TurnContext
+from frontdesk.runtime.events import register_event_type
 from frontdesk.runtime.options import claims_options
 from frontdesk.runtime.policies import (
     answers_yes_no,
@@ -37,6 +38,9 @@ from frontdesk.runtime.policies import (
 from frontdesk.runtime.state import Frame
 
 MAX_STEPS_PER_RUN = 500
+register_event_type("flow_transition", "a flow entered one of its named steps", ("step",))
+register_event_type("gather_extraction", "values read from the user's message for the fields asked for",
+                    ("fields", "by"))
 SHORT_ANSWER_WORDS = 4
 
 
@@ -64,6 +68,9 @@ class FlowExecutor:
                     continue
                 return self._pass_on_rest(frame, ctx, Outcome.done())
             node = graph.nodes[frame.data.node]
+            if node.id in graph.labels.values() and frame.data.step != node.id:
+                ctx.log.emit("flow_transition", frame.agent, step=node.id, previous=frame.data.step)
+                frame.data.step = node.id
             outcome = self._step(node, frame, ctx, graph)
             if outcome is not None:
                 return self._pass_on_rest(frame, ctx, outcome)
@@ -278,7 +285,7 @@ class FlowExecutor:
         found = extract_values(message, fields, ctx.eval_env.clock(), options, patterns)
         if found:
             ctx.log.emit("step", frame.agent, action="values read by pattern", args=found)
-        return self._apply_extracted(found, names, frame, ctx)
+        return self._apply_extracted(found, names, frame, ctx, by_pattern=True)
 
     def _reject_earlier_answer(self, node: ListenNode, frame: Frame, ctx: TurnContext) -> None:
         """The flow came back to a question it already asked: the values read from the earlier
@@ -290,7 +297,8 @@ class FlowExecutor:
             if value not in rejected:
                 rejected.append(value)
 
-    def _apply_extracted(self, args, extract: list[str], frame: Frame, ctx: TurnContext) -> dict[str, Any]:
+    def _apply_extracted(self, args, extract: list[str], frame: Frame, ctx: TurnContext,
+                         by_pattern: bool = False) -> dict[str, Any]:
         if not extract or not isinstance(args, dict):
             return {}
         got = {k: v for k, v in args.items() if k in extract and v not in (None, "")}
@@ -300,6 +308,9 @@ class FlowExecutor:
             ctx.write(frame.agent, name, value, frame.agent, why="extracted from the user's message")
         ctx.log.emit("args_extracted", frame.agent, args=got,
                      **({"refused": refused, "why": "the flow rejected these values before"} if refused else {}))
+        agent_rules = ctx.program.agents[frame.agent].rules
+        if agent_rules is not None and got:  # the same, named as ABL traces name it
+            ctx.log.emit("gather_extraction", frame.agent, fields=got, by="pattern" if by_pattern else "llm")
         if got and frame.data.last_listen:
             frame.data.extracted.setdefault(frame.data.last_listen, {}).update(got)
         return got

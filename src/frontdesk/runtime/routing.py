@@ -10,9 +10,11 @@ from frontdesk.llm.base import LLMError
 from frontdesk.nlu.matcher import polarity
 from frontdesk.runtime import prompts
 from frontdesk.runtime.context import ChildResult, Outcome, TurnContext
+from frontdesk.runtime.events import register_event_type
 from frontdesk.runtime.policies import new_frame, policy_message, setup_frame
 from frontdesk.runtime.state import Frame, RouterData
 
+register_event_type("handoff_match", "a router handed the conversation to a member it started", ("target",))
 # A member suspended longer ago than this (in user turns) is not resumed unasked: the router offers it.
 STALE_AFTER_TURNS = 3
 ROUTE_APOLOGY = "Sorry, I'm having trouble right now. Could you say that again in a moment?"
@@ -70,6 +72,7 @@ class RouterExecutor:
             ctx.log.emit("agent_resumed", top.agent, by=frame.agent, thread=paused.id)
             ctx.input.offer(top, frame.agent)
             return Outcome.call(top)
+        ctx.log.emit("handoff_match", router.name, target=chosen)
         return Outcome.call(self._activate(router, chosen, ctx))
 
     def child_finished(self, frame: Frame, child: ChildResult, ctx: TurnContext) -> None:
