@@ -291,3 +291,33 @@ def test_on_error_retries_then_says_its_words_and_escalates(tmp_path):
         "The booking system is having trouble. I'm passing you to a colleague."]
     assert engine.load_state(result.session_id).status == "escalated"
     assert [e.data["attempt"] for e in result.events if e.data.get("action") == "retry after a tool error"] == [1, 2]
+
+
+def test_a_named_template_is_said_in_the_variant_of_the_sessions_channel(tmp_path):
+    (tmp_path / "greet.agent.abl").write_text('''AGENT: Greeter
+GOAL: "Greet"
+
+TEMPLATES:
+  welcome:
+    DEFAULT: "Welcome to our store."
+    SLACK: "*Welcome* to our store :wave:"
+  bye:
+    DEFAULT: "Bye {{name}}!"
+
+ON_START:
+  RESPOND: TEMPLATE(welcome)
+
+FLOW:
+  ask:
+    GATHER:
+      - name:
+          REQUIRED: true
+          PROMPT: "Your name?"
+    RESPOND: TEMPLATE(bye)
+    THEN: COMPLETE
+''', encoding="utf-8")
+    program, diags = load_abl(tmp_path)
+    assert program is not None and not [d for d in diags if d.is_error], [d.format() for d in diags]
+    engine = Engine(program, None, MemorySessionStore())
+    assert [m.text for m in engine.start(channel="slack").messages] == ["*Welcome* to our store :wave:", "Your name?"]
+    assert [m.text for m in engine.start(channel="web").messages] == ["Welcome to our store.", "Your name?"]

@@ -69,6 +69,7 @@ class SayNode(NodeBase):
     kind: Literal["say"] = "say"
     text: Template
     actions: list[ActionElement] = Field(default_factory=list)  # buttons, choices, inputs shown with it
+    variants: dict[str, Template] = Field(default_factory=dict)  # channel -> the text said on it instead
 
 
 class ListenNode(NodeBase):

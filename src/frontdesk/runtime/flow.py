@@ -33,6 +33,7 @@ from frontdesk.runtime.policies import (
     apply_fallback,
     few_words,
     new_frame,
+    setup_frame,
     switch_candidates,
 )
 from frontdesk.runtime.state import Frame
@@ -59,6 +60,9 @@ class FlowExecutor:
         if not frame.started:
             frame.started = True
             frame.data.node = graph.entry
+            agent = ctx.program.agents[frame.agent]
+            if frame.graph == "main" and agent.setup is not None:
+                return Outcome.call(setup_frame(ctx, agent))  # its start steps first (ABL ON_START)
         if frame.reask:
             self._ask_again(frame, ctx, graph)
         for _ in range(MAX_STEPS_PER_RUN):
@@ -94,6 +98,8 @@ class FlowExecutor:
         return Outcome.switch(inp.also)
 
     def child_finished(self, frame: Frame, child: ChildResult, ctx: TurnContext) -> None:
+        if child.setup:
+            return  # its start steps ran: the flow begins at its entry
         graph = graph_of(ctx, frame)
         node = graph.nodes.get(frame.data.node) if graph and frame.data.node else None
         if isinstance(node, InvokeNode) and node.target == child.agent:
@@ -107,7 +113,8 @@ class FlowExecutor:
     def _step(self, node, frame: Frame, ctx: TurnContext, graph: StepGraph) -> Outcome | None:
         agent = frame.agent
         if isinstance(node, SayNode):
-            ctx.say(agent, ctx.render(node.text, agent, frame), frame)
+            text = node.variants.get(ctx.state.channel, node.text) if node.variants else node.text
+            ctx.say(agent, ctx.render(text, agent, frame), frame)
             frame.data.last_say = node.id
             frame.data.node = node.next
         elif isinstance(node, ListenNode):

@@ -147,8 +147,12 @@ class ReasoningExecutor:
                 ctx.log.emit("error", agent.name, where="completion", message=str(exc))
                 continue
             ctx.log.emit("step", agent.name, action="complete", condition=rule.when.source)
-            if rule.action.respond is not None:
-                ctx.say(agent.name, ctx.render(rule.action.respond, agent.name, frame), frame)
+            text = rule.action.respond
+            if text is None and rule.action.template and rule.action.template in rules.templates:
+                named = rules.templates[rule.action.template]  # RESPOND: TEMPLATE(name), by channel
+                text = named.channels.get(ctx.state.channel, named.default)
+            if text is not None:
+                ctx.say(agent.name, ctx.render(text, agent.name, frame), frame)
             frame.waiting = False
             return Outcome.done("success", "completed", value=value or None)
         return outcome

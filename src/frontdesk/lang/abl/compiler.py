@@ -437,11 +437,12 @@ def _on_start_graph(rules: AgentRules):
         if hook.action.set:
             nodes.append(AssignNode(id=f"on_start.{len(nodes) + 1}", assignments=[
                 Assignment(target=Ref(scope=SESSION, name=name), value=value) for name, value in hook.action.set]))
-        text = hook.action.respond
+        text, variants = hook.action.respond, {}
         if text is None and hook.action.template and hook.action.template in rules.templates:
-            text = rules.templates[hook.action.template].default  # RESPOND: TEMPLATE(welcome)
+            named = rules.templates[hook.action.template]  # RESPOND: TEMPLATE(welcome)
+            text, variants = named.default, dict(named.channels)
         if text is not None:
-            nodes.append(SayNode(id=f"on_start.{len(nodes) + 1}", text=text))
+            nodes.append(SayNode(id=f"on_start.{len(nodes) + 1}", text=text, variants=variants))
     if not nodes:
         return None
     for a, b in zip(nodes, nodes[1:]):

@@ -167,6 +167,28 @@ def compile_flow(section: Node, ctx: SectionContext, rules: AgentRules, instruct
     return graph, b.extra_agents
 
 
+_TEMPLATE_REF = re.compile(r"^\s*TEMPLATE\(\s*([A-Za-z_]\w*)\s*\)\s*$")
+
+
+def _say(b: _FlowBuilder, step: str, what: str, node: Node) -> SayNode:
+    """A RESPOND or PRESENT: its text, or a named template with its channel variants (TEMPLATE(x))."""
+    ctx = b.ctx
+    ref = _TEMPLATE_REF.match(node.text) if not node.quoted else None
+    actions = _action_elements(node, ctx)
+    if ref is None:
+        return SayNode(id=b.new_id(step, what), text=ctx.template(node.text, node), actions=actions)
+    definition = b.rules.templates.get(ref.group(1))
+    if definition is None:
+        from frontdesk.diagnostics import did_you_mean
+
+        guess = did_you_mean(ref.group(1), list(b.rules.templates))
+        ctx.error(codes.BAD_VALUE, f"no template named {ref.group(1)}", node.value_span(),
+                  f"did you mean {guess}?" if guess else "define it under TEMPLATES:")
+        return SayNode(id=b.new_id(step, what), text=ctx.template(node.text, node), actions=actions)
+    return SayNode(id=b.new_id(step, what), text=definition.default, variants=dict(definition.channels),
+                   actions=actions)
+
+
 def _action_elements(respond: Node, ctx: SectionContext) -> list:
     """RESPOND's ACTIONS: the buttons, choices and inputs shown with the message."""
     actions = respond.get("ACTIONS")
@@ -241,15 +263,14 @@ def _compile_step(b: _FlowBuilder, name: str, node: Node, after: str) -> None:
         elif key == "REASONING" and ctx.boolean(node_):
             link([_reasoning_step(b, name, props)])
         elif key == "PRESENT":
-            link([SayNode(id=b.new_id(name, "present"), text=ctx.template(node_.text, node_))])
+            link([_say(b, name, "present", node_)])
         elif key in ("GATHER", "COLLECT") and not gathered:
             gathered = True
             fields = _step_fields(b, props, name)
             if fields:
                 link(_gather(b, name, fields, props))
         elif key == "RESPOND":
-            link([SayNode(id=b.new_id(name, "respond"), text=ctx.template(node_.text, node_),
-                          actions=_action_elements(node_, ctx))])
+            link([_say(b, name, "respond", node_)])
     if "ON_INPUT" in props or "SUB_INTENTS" in props or "DIGRESSIONS" in props:
         link(_on_input(b, name, props))
     for key in ("DELEGATE", "HANDOFF", "ESCALATE"):
