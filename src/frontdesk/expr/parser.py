@@ -16,6 +16,7 @@ from lark.tree import Meta
 from frontdesk.diagnostics import did_you_mean
 from frontdesk.expr import functions
 from frontdesk.ir.expr import (
+    MEMORY_ROOTS,
     Arith,
     BoolOp,
     Call,
@@ -152,9 +153,6 @@ def _abl_lark() -> Lark:
 
 ABL_LITERAL_WORDS: dict[str, Any] = {**LITERAL_WORDS, "TRUE": True, "FALSE": False, "NULL": None}
 
-# Persistent memory roots and the memory scope each stands for (abl-specification 3.7.2).
-ABL_MEMORY_ROOTS: dict[str, str] = {"user": "user", "project": "project", "workflow": "execution_tree"}
-
 # System-assigned variables (abl-specification 8.8, and the reserved identifiers of 3.7.2): read from
 # Ref space "system" (scope "system") under these names. Any other name starting with "_" is one too.
 ABL_SYSTEM_VARIABLES = frozenset({
@@ -199,7 +197,7 @@ class AblNames:
                 paths = {}
                 for path in memory_paths:
                     root = str(path).split(".", 1)[0]
-                    paths[str(path)] = ABL_MEMORY_ROOTS.get(root, "user")
+                    paths[str(path)] = MEMORY_ROOTS.get(root, "user")
         return AblNames(paths, frozenset(tools))
 
 
@@ -845,7 +843,7 @@ class _Converter:
         """A declared persistent path that `dotted` starts with (the longest), as a memory Ref and the
         number of parts it used; None when memory paths were not given or none matches."""
         paths = self.abl.memory_paths if self.abl is not None else None
-        if not paths or dotted[0] not in ABL_MEMORY_ROOTS or len(dotted) < 2:
+        if not paths or dotted[0] not in MEMORY_ROOTS or len(dotted) < 2:
             return None
         for used in range(len(dotted), 1, -1):
             path = ".".join(dotted[:used])

@@ -44,6 +44,24 @@ class Ref(IRModel):
     space: RefSpace = "var"
 
 
+# The first word of a persistent memory path and the memory scope it names (`user.preferences`,
+# `project.rates`, `workflow.current_quote`).
+MEMORY_ROOTS: dict[str, str] = {"user": "user", "project": "project", "workflow": "execution_tree"}
+
+
+def memory_ref(path: str) -> Ref | None:
+    """The memory Ref of a persistent path (`user.past_bookings`), or None when it is not one."""
+    root, _, rest = path.partition(".")
+    scope = MEMORY_ROOTS.get(root)
+    return Ref(space="memory", scope=scope, name=rest) if scope and rest else None
+
+
+def memory_path(ref: Ref) -> str:
+    """The persistent path a memory Ref reads (the inverse of `memory_ref`)."""
+    root = next((r for r, scope in MEMORY_ROOTS.items() if scope == ref.scope), ref.scope)
+    return f"{root}.{ref.name}"
+
+
 class Local(IRModel):
     """The value bound to `name` by an enclosing `Each` (or a template's each block)."""
 

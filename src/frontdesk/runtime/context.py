@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from frontdesk.expr import evaluate, render_template
 from frontdesk.expr.evaluator import EvalEnv
+from frontdesk.ir.expr import memory_path
 from frontdesk.ir.models import Expr, Program, Ref, RouterAgent, Template
 from frontdesk.llm.base import LLM, LLMError, LLMRequest, LLMResponse
 from frontdesk.nlu.base import Decision, Option, Thresholds, Understanding
@@ -373,8 +374,7 @@ class TurnContext:
         rules = getattr(declaring, "rules", None)
         if rules is None:
             return False
-        roots = {"user": "user", "project": "project", "execution_tree": "workflow"}
-        path = f"{roots.get(target.scope, target.scope)}.{target.name}"
+        path = memory_path(target)
         return any(p.path == path and p.access == "read" for p in rules.memory.persistent)
 
     def set_status(self, scope: str, status: str, message: str = "") -> None:

@@ -378,15 +378,13 @@ class Engine:
         to come back together. With no router below, the agent just ends (None)."""
         stack = ctx.state.stack
         frame.waiting = True  # it comes back waiting for the user's next message
-        below = max((i for i, f in enumerate(stack[:-1]) if f.kind == "router"), default=None)
-        if below is None:
-            stack.pop()
-            return None
         chain = self._take_chain(ctx)
+        if not stack or stack[-1].kind != "router":  # no router below: the agent just ends
+            return None
         if len(chain) > 1:
             ctx.log.emit("step", chain[0].agent, action="steps aside with the agent it called",
                          called=[f.agent for f in chain[1:]])
-        return self._new_thread(chain, outcome.reason or "switch", ctx, owner=stack[below].id)
+        return self._new_thread(chain, outcome.reason or "switch", ctx, owner=stack[-1].id)
 
     def _finished(self, frame: Frame, outcome: Outcome, ctx: TurnContext) -> None:
         if frame.graph == "setup":

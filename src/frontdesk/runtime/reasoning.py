@@ -47,9 +47,10 @@ class ReasoningExecutor:
             frame.started = True
             window = ctx.program.settings.history_window
             frame.data.messages = [m.model_dump(exclude_none=True)
-                              for m in prompts.history_messages(ctx.state.history, window)]
+                                   for m in prompts.history_messages(ctx.state.history, window)]
             if agent.setup is not None:
                 return Outcome.call(setup_frame(ctx, agent))
+        new_message = False
         if inp.available_to(frame):
             if inp.is_open and frame.waiting:
                 target = clear_topic_switch(ctx, frame, inp.text or "")
@@ -61,11 +62,11 @@ class ReasoningExecutor:
             text = inp.take(frame, "answer" if frame.waiting else "start")
             if not fresh:
                 frame.data.messages.append({"role": "user", "content": text})
-            fresh = True
+            new_message = True
         elif frame.waiting:
             return Outcome.wait()
         frame.waiting = False
-        if fresh:  # a new message (or a new agent): the loop starts over
+        if fresh or new_message:  # the loop starts over (not when it goes on after a delegation)
             frame.data.iterations = 0
             frame.data.refused_finish = False
         return self._loop(agent, frame, ctx)

@@ -234,39 +234,22 @@ def _not_yet(ctx: TurnContext, agent: str, constraint: Constraint) -> bool:
     """A rule about values nobody has given yet (`refund_amount <= 1000` before the amount is known)
     does not apply yet; one that asks whether a value is set (IS SET) always does."""
     from frontdesk.ir.expr import IsSet
-    from frontdesk.ir.walk import refs_in
+    from frontdesk.ir.walk import nodes_in, refs_in
 
     condition = constraint.condition
-    if not isinstance(condition, ExprCondition) or _has(condition.expr, IsSet):
+    if not isinstance(condition, ExprCondition) or next(nodes_in(condition.expr, IsSet), None) is not None:
         return False
     return any(ctx.read(ref, agent) is None for ref in refs_in(condition.expr) if ref.space == "var")
 
 
-def _has(node: Any, kind: type) -> bool:
-    from pydantic import BaseModel
-
-    if isinstance(node, kind):
-        return True
-    if isinstance(node, BaseModel):
-        return any(_has(getattr(node, f), kind) for f in type(node).model_fields)
-    if isinstance(node, (list, tuple)):
-        return any(_has(x, kind) for x in node)
-    return False
-
-
-MEMORY_ROOTS = {"user": "user", "project": "project", "workflow": "execution_tree"}
-
-
 def remember(ctx: TurnContext, agent: str, target: str, value: Any) -> None:
     """Store `value` at a persistent path (`user.past_bookings`): a list there gets it appended (once)."""
-    from frontdesk.ir.expr import Ref
+    from frontdesk.ir.expr import memory_ref
 
-    root, _, rest = target.partition(".")
-    scope = MEMORY_ROOTS.get(root)
-    if scope is None or not rest:
+    ref = memory_ref(target)
+    if ref is None:
         ctx.log.emit("warning", agent, where="remember", message=f"{target} is not a persistent memory path")
         return
-    ref = Ref(space="memory", scope=scope, name=rest)
     current = ctx.read(ref, agent)
     if isinstance(current, list):
         if value in current:

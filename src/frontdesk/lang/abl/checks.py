@@ -88,12 +88,13 @@ def check_unset_fields(rules: AgentRules, ctx: SectionContext, source_lines: lis
             if ref.space != "var" or ref.scope != SESSION or ref.name in known or ref.name.startswith("last_"):
                 continue
             ctx.error(codes.UNSET_FIELD, f"the constraint reads {ref.name}, which nothing sets",
-                      _name_span(constraint.span, ref.name, ctx.file, source_lines),
+                      name_span(constraint.span, ref.name, ctx.file, source_lines),
                       f"gather it (GATHER: {ref.name}:), set it (SET: {ref.name} = ...), or declare it in MEMORY")
             known.add(ref.name)  # once per name
 
 
-def _name_span(span: Span | None, name: str, file: str, lines: list[str]) -> Span | None:
+def name_span(span: Span | None, name: str, file: str, lines: list[str]) -> Span | None:
+    """Where `name` is written, on the span's line or the two after it (else the span itself)."""
     if span is None:
         return None
     for number in range(span.line, min(span.line + 3, len(lines) + 1)):

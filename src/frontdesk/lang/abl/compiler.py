@@ -257,10 +257,8 @@ def _http_binding(props: dict[str, Node], ctx: SectionContext):
 
 def _signature(node: Node, ctx: SectionContext):
     """(name, params, returns schema) of a signature line, or None after a diagnostic."""
-    try:
-        from .signatures import SignatureError, parse_signature
-    except ImportError:  # pragma: no cover - the signature parser is part of the package
-        return _simple_signature(node, ctx)
+    from .signatures import SignatureError, parse_signature
+
     try:
         sig = parse_signature(node.value or "")
     except SignatureError as exc:
@@ -278,10 +276,7 @@ def _signature(node: Node, ctx: SectionContext):
 
 def _mapping_tool(node: Node, ctx: SectionContext):
     """A tool written as a mapping: `name:` with `params:` (name: type) and `returns:` under it."""
-    try:
-        from .signatures import SignatureError, type_to_schema
-    except ImportError:  # pragma: no cover
-        type_to_schema, SignatureError = (lambda text: {}), ValueError
+    from .signatures import SignatureError, type_to_schema
 
     def schema(text: str, where: Node) -> dict:
         try:
@@ -305,21 +300,6 @@ def _json_type(schema) -> str:
     if isinstance(schema, dict) and isinstance(schema.get("type"), str):
         return schema["type"]
     return "any"
-
-
-_SIMPLE = re.compile(r"^\s*(?P<name>[A-Za-z_]\w*)\s*\((?P<params>.*)\)\s*(->\s*(?P<ret>.+))?$", re.DOTALL)
-
-
-def _simple_signature(node: Node, ctx: SectionContext):
-    match = _SIMPLE.match(node.value or "")
-    if not match:
-        ctx.error(codes.BAD_SIGNATURE, "bad tool signature", node, "write name(param: type) -> ReturnType")
-        return None
-    params = []
-    for part in filter(None, (p.strip() for p in match.group("params").split(","))):
-        pname, _, ptype = part.partition(":")
-        params.append(ToolParam(name=pname.strip().rstrip("?"), type="string", required=not pname.strip().endswith("?")))
-    return match.group("name"), params, {}
 
 
 # ---- agents -----------------------------------------------------------------------------------------
@@ -381,7 +361,7 @@ def compile_agent(doc: Document, bag: DiagnosticBag, names: Names, library: dict
 
 
 def _cross_checks(doc: Document, sections: dict[str, Node], ctx: SectionContext, rules: AgentRules) -> None:
-    from .checks import check_signature_types, check_unset_fields
+    from .checks import check_signature_types, check_unset_fields, name_span
 
     gather = {f.name: f.type for f in rules.gather}
     tools = sections.get("TOOLS")
@@ -389,33 +369,22 @@ def _cross_checks(doc: Document, sections: dict[str, Node], ctx: SectionContext,
         line = node.children[0] if node.item and node.children else node
         if line.key is None and line.value and "(" in line.value:
             check_signature_types(line.value, line.value_span(), ctx, gather)
-    try:
-        lines = doc.path.read_text(encoding="utf-8-sig").split("\n") if doc.fmt == "abl" else []
-    except (OSError, UnicodeDecodeError):
-        lines = []
+    lines = doc.text.split("\n") if doc.fmt == "abl" else []
     check_unset_fields(rules, ctx, lines)
     for constraint in rules.constraints:  # BEFORE calling <tool>: a tool the agent declares
         if constraint.tool and constraint.tool not in ctx.tools and constraint.tool not in ctx.names.tools:
             ctx.error(codes.UNKNOWN_TOOL, f"BEFORE calling {constraint.tool}: the agent declares no such tool",
-                      _word_span(constraint.span, constraint.tool, lines, ctx.file),
+                      name_span(constraint.span, constraint.tool, ctx.file, lines),
                       "declare it under TOOLS: or name a tool the agent has")
     for action in _actions_of(rules):
         for target, what in ((action.handoff, "HANDOFF"), (action.delegate, "DELEGATE")):
             if target and target not in ctx.names.agents:
-                span = getattr(action, "span", None)
-                _check_agent(target, _word_span(span, target, lines, ctx.file) if span else
-                             _find_word(target, lines, ctx.file), ctx, f"ON_FAIL {what}")
+                _check_agent(target, _find_word(target, lines, ctx.file), ctx, f"ON_FAIL {what}")
 
 
 def _actions_of(rules: AgentRules):
     return [c.on_fail for c in rules.constraints] + [h.action for h in rules.on_error] + \
         [c.action for c in rules.complete] + [h.action for h in rules.hooks]
-
-
-def _word_span(span: Span | None, word: str, lines: list[str], file: str) -> Span | None:
-    from .checks import _name_span
-
-    return _name_span(span, word, file, lines)
 
 
 def _find_word(word: str, lines: list[str], file: str) -> Span | None:
@@ -512,45 +481,29 @@ def _agent_tools(section: Node | None, ctx: SectionContext, library: dict[str, T
 
 
 def _declarative(sections: dict[str, Node], ctx: SectionContext, rules: AgentRules) -> None:
-    """GATHER, MEMORY, CONSTRAINTS and the other declarative sections (lang/abl/sections/)."""
+    """GATHER, MEMORY, CONSTRAINTS and the other declarative sections (lang/abl/sections/), in an
+    order where each finds what it refers to (entities before fields, templates before messages)."""
+    from .sections import execution, gather, guardrails, memory, meta, templates
+    from .sections import rules as rule_sections
+
     order = [
-        ("ENTITIES", "gather", "compile_entities"), ("LOOKUP_TABLES", "gather", "compile_lookup_tables"),
-        ("GATHER", "gather", "compile_gather"), ("MEMORY", "memory", "compile_memory"),
-        ("TEMPLATES", "templates", "compile_templates"), ("MESSAGES", "templates", "compile_messages"),
-        ("CONSTRAINTS", "rules", "compile_constraints"), ("GUARDRAILS", "guardrails", "compile_guardrails"),
-        ("COMPLETE", "rules", "compile_complete"), ("ON_ERROR", "rules", "compile_on_error"),
-        ("EXECUTION", "execution", "compile_execution"), ("HOOKS", "execution", "compile_hooks"),
-        ("ON_START", "execution", "compile_on_start"), ("ACTION_HANDLERS", "execution", "compile_action_handlers"),
-        ("RESPOND_ACTIONS", "execution", "compile_action_handlers"),
+        ("ENTITIES", gather.compile_entities), ("LOOKUP_TABLES", gather.compile_lookup_tables),
+        ("GATHER", gather.compile_gather), ("MEMORY", memory.compile_memory),
+        ("TEMPLATES", templates.compile_templates), ("MESSAGES", templates.compile_messages),
+        ("CONSTRAINTS", rule_sections.compile_constraints), ("GUARDRAILS", guardrails.compile_guardrails),
+        ("COMPLETE", rule_sections.compile_complete), ("ON_ERROR", rule_sections.compile_on_error),
+        ("EXECUTION", execution.compile_execution), ("HOOKS", execution.compile_hooks),
+        ("ON_START", execution.compile_on_start), ("ACTION_HANDLERS", execution.compile_action_handlers),
+        ("RESPOND_ACTIONS", execution.compile_action_handlers),
     ]
-    for section, module, function in order:
-        node = sections.get(section)
-        if node is None:
-            continue
-        compiler = getattr(_section_module(module), function, None)
-        if compiler is None:
-            rules.metadata[section] = ctx.data(node)
-            continue
-        compiler(node, ctx, rules)
-    meta = _section_module("meta")
-    for section in ("NLU", "INTENTS", "MULTI_INTENT", "TESTS", "BEHAVIOR_PROFILES", "DIGRESSIONS"):
-        node = sections.get(section)
-        if node is None:
-            continue
-        compiler = getattr(meta, "compile_metadata", None)
-        if compiler is not None and section != "BEHAVIOR_PROFILES":
-            compiler(section, node, ctx, rules)
-        else:
-            rules.metadata[section] = ctx.data(node)
-
-
-def _section_module(name: str):
-    import importlib
-
-    try:
-        return importlib.import_module(f"frontdesk.lang.abl.sections.{name}")
-    except ImportError:
-        return None
+    for section, compile_section in order:
+        if section in sections:
+            compile_section(sections[section], ctx, rules)
+    for section in ("NLU", "INTENTS", "MULTI_INTENT", "TESTS", "DIGRESSIONS"):
+        if section in sections:
+            meta.compile_metadata(section, sections[section], ctx, rules)
+    if "BEHAVIOR_PROFILES" in sections:
+        rules.metadata["BEHAVIOR_PROFILES"] = ctx.data(sections["BEHAVIOR_PROFILES"])
 
 
 def _use_profile(name: str, node: Node | Span, ctx: SectionContext, rules: AgentRules) -> None:

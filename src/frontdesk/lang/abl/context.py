@@ -169,11 +169,11 @@ class SectionContext:
             # a list of texts that fill in values: each element as a quoted value would be
             from frontdesk.ir.expr import ListLit
 
-            from .convert import _split_flow
             from .outline import _unquote
+            from .sections._common import split_list
 
             items = []
-            for part in _split_flow(text[1:-1]):
+            for part in split_list(text[1:-1]):
                 inner = _unquote(part.strip())
                 items.append(self.value(Node(key=None, value=inner if inner is not None else part.strip(),
                                              span=node.span, quoted=inner is not None)))
@@ -215,27 +215,13 @@ class SectionContext:
                        "write {{name}}, {{#if x}}...{{/if}} or {{#each list}}...{{/each}}")
             return Template(source=text, parts=[TextPart(text=text)])
 
-    def _dialect(self) -> dict[str, Any]:
-        """Options of the expression parser for ABL (see frontdesk.expr.parser)."""
-        from frontdesk.expr import parser
-
-        options: dict[str, Any] = {"paths": "flat"}
-        accepted = parser.parse_expression.__code__.co_varnames
-        if "dialect" in accepted:
-            options["dialect"] = "abl"
-        if "tools" in accepted:
-            options["tools"] = frozenset(self.tools | self.names.tools)
-        if "memory_paths" in accepted:
-            options["memory_paths"] = frozenset(self.memory_paths)
-        return options
-
     def _template_dialect(self) -> dict[str, Any]:
-        from frontdesk.expr.handlebars import parse_handlebars
+        """Options of the expression parser and Handlebars for ABL (see frontdesk.expr.parser)."""
+        return {"dialect": "abl", "tools": frozenset(self.tools | self.names.tools),
+                "memory_paths": frozenset(self.memory_paths)}
 
-        accepted = parse_handlebars.__code__.co_varnames
-        options = {k: v for k, v in self._dialect().items() if k in accepted}
-        options.pop("paths", None)
-        return options
+    def _dialect(self) -> dict[str, Any]:
+        return {"paths": "flat", **self._template_dialect()}
 
     def _bad_expression(self, exc, node: Node | None, offset: int) -> None:
         span = _span(node)

@@ -17,6 +17,7 @@ import yaml
 
 from .keywords import KEYWORDS, NAME_CONTAINERS
 from .outline import Node
+from .sections._common import split_list
 
 
 def keyword_case(key: str, fmt: str, name: bool = False) -> str:
@@ -137,7 +138,7 @@ def _yaml_scalar(node: Node):
             return text
         if isinstance(loaded, list) and all(not isinstance(x, (dict, list)) for x in loaded):
             # `[a, b]` is the same list as `- a` / `- b` to every compiler (Node.items, ctx.data)
-            return [_flow_element(part.strip()) for part in _split_flow(text[1:-1])]
+            return [_flow_element(part.strip()) for part in split_list(text[1:-1])]
     return text if node.quoted else _Unquoted(text)
 
 
@@ -146,12 +147,6 @@ def _flow_element(text: str):
 
     inner = _unquote(text)
     return _Quoted(inner) if inner is not None else _Raw(text)
-
-
-def _split_flow(text: str) -> list[str]:
-    from .sections._common import split_top
-
-    return [part for part, _ in split_top(text)]
 
 
 class _Block(str):

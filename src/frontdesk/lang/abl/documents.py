@@ -37,6 +37,7 @@ class Document:
     kind: str = ""  # "agent", "supervisor", "tools" (a tool library), "profile"
     name: str = ""
     header: Node | None = None
+    text: str = ""  # the source text (for diagnostics that point at a word in it)
 
     def sections(self) -> list[Node]:
         return [c for c in self.root.children if c.key is not None]
@@ -70,7 +71,7 @@ def read_document(path: Path, shown: str, bag: DiagnosticBag) -> Document | None
     root = read_outline(text, shown, bag) if fmt == "abl" else read_yaml_outline(text, shown, bag)
     if root is None:
         return None
-    doc = Document(path=path, shown=shown, fmt=fmt, root=root)
+    doc = Document(path=path, shown=shown, fmt=fmt, root=root, text=text)
     _identify(doc, bag)
     if doc.kind != "profile":  # a profile's top-level keys are its fields (PRIORITY, WHEN, VOICE, ...)
         _check_sections(doc, bag)

@@ -29,6 +29,7 @@ from frontdesk.ir.expr import (
     ObjEntry,
     ObjLit,
     Ref,
+    memory_ref,
 )
 from frontdesk.ir.models import (
     ArgValue,
@@ -52,6 +53,7 @@ from frontdesk.ir.models import (
 from . import codes
 from .context import SESSION, SectionContext
 from .outline import Node
+from .sections._common import split_list
 
 COMPLETE = "COMPLETE"
 COMPLETE_NODE = "__complete"
@@ -315,27 +317,18 @@ def _set(b: _FlowBuilder, node: Node, step: str) -> list:
         _check_name(b, target, where)
         b.ctx.fields.add(target)
         value = b.ctx.expression(match.group("value"), where, offset=match.start("value"))
-        assignments.append(Assignment(target=_target_ref(target, b.ctx), value=value))
+        assignments.append(Assignment(target=_target_ref(target), value=value))
     return [AssignNode(id=b.new_id(step, "set"), assignments=assignments)] if assignments else []
 
 
-_MEMORY_ROOTS = {"user": "user", "project": "project", "workflow": "execution_tree"}
-
-
-def _target_ref(name: str, ctx: SectionContext) -> Ref:
-    """Where a SET writes: persistent memory for a declared path (`user.preferences`), else a
-    session variable."""
-    root, _, rest = name.partition(".")
-    if rest and root in _MEMORY_ROOTS and (name in ctx.memory_paths or root in ("user", "project", "workflow")):
-        return Ref(space="memory", scope=_MEMORY_ROOTS[root], name=rest)
-    return Ref(scope=SESSION, name=name)
+def _target_ref(name: str) -> Ref:
+    """Where a SET writes: persistent memory for a path (`user.preferences`), else a session variable."""
+    return memory_ref(name) or Ref(scope=SESSION, name=name)
 
 
 def _check_name(b: _FlowBuilder, name: str, node: Node) -> None:
-    try:
-        from .sections.gather import check_variable_name
-    except ImportError:
-        return
+    from .sections.gather import check_variable_name
+
     check_variable_name(name, node, b.ctx)
 
 
@@ -382,9 +375,7 @@ def _local_expr(ctx: SectionContext, text: str, node: Node, var: str) -> Expr:
     from frontdesk.expr import ExprSyntaxError, parse_expression
 
     try:
-        return parse_expression(text, ctx.agent, **{**ctx._dialect(), "locals": [var]})
-    except TypeError:
-        return parse_expression(text, ctx.agent, locals=[var], paths="flat")
+        return parse_expression(text, ctx.agent, **ctx._dialect(), locals=[var])
     except ExprSyntaxError as exc:
         ctx._bad_expression(exc, node, 0)
         return Local(name=var)
@@ -413,7 +404,7 @@ def _call(b: _FlowBuilder, node: Node, props: dict[str, Node], step: str) -> lis
     args: list[ArgValue] = []
     raw = (match.group("args") or "").strip()
     if raw:
-        for index, part in enumerate(_split_args(raw)):
+        for index, part in enumerate(split_list(raw)):
             name, value = (part.split("=", 1) if re.match(r"^\s*[A-Za-z_]\w*\s*=(?!=)", part) else (None, part))
             pname = name.strip() if name else (params[index] if index < len(params) else f"arg{index + 1}")
             args.append(ArgValue(name=pname, value=ctx.expression(value.strip(), node)))
@@ -452,12 +443,6 @@ def _tool_params(b: _FlowBuilder, tool: str) -> list[str]:
 def _noop(node_id: str) -> AssignNode:
     """A node that does nothing and goes on: a step's entry, or where branches join again."""
     return AssignNode(id=node_id, assignments=[])
-
-
-def _split_args(text: str) -> list[str]:
-    from .sections._common import split_top
-
-    return [part for part, _ in split_top(text)]
 
 
 def _block(b: _FlowBuilder, step: str, node: Node, join: str) -> str:
@@ -558,16 +543,9 @@ def _step_fields(b: _FlowBuilder, props: dict[str, Node], step: str) -> list[Gat
     fields: list[GatherField] = []
     gather = props.get("GATHER")
     if gather is not None:
-        try:
-            from .sections.gather import gather_fields
-        except ImportError:
-            gather_fields = None
-        if gather_fields is not None:
-            fields = gather_fields(gather, b.ctx)
-        else:  # until the GATHER compiler is there: the field names
-            names = [i.children[0].key or i.children[0].text for i in gather.items() if i.children]
-            names += [n for n in b.ctx.names_list(gather) if n not in names] if gather.value else []
-            fields = [GatherField(name=n) for n in names if n]
+        from .sections.gather import gather_fields
+
+        fields = gather_fields(gather, b.ctx)
     collect = props.get("COLLECT")
     if collect is not None:
         prompt = b.ctx.text(props.get("PROMPT"))

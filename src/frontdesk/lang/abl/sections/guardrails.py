@@ -116,12 +116,9 @@ def _patterns(node: Node, ctx: SectionContext) -> list[str]:
 
 
 def _validate_cel(text: str, node: Node, ctx: SectionContext) -> None:
-    """ABL016 when the check is not usable CEL (at its line and column). Without cel-python
-    installed, the check is accepted as written and validated when the runtime loads it."""
-    try:
-        from frontdesk.expr.cel import check_cel
-    except ImportError:
-        return
+    """ABL016 when the check is not usable CEL (at its line and column)."""
+    from frontdesk.expr.cel import check_cel
+
     problem = check_cel(text)
     if problem is None:
         return

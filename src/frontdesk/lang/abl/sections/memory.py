@@ -13,6 +13,7 @@ from frontdesk.ir.behaviour import (
     RememberRule,
     SessionVariable,
 )
+from frontdesk.ir.expr import MEMORY_ROOTS
 
 from .. import codes
 from ..context import SectionContext
@@ -27,6 +28,7 @@ from ._common import (
     names_with_offsets,
     node_condition,
     span_at,
+    top_level,
 )
 from .gather import check_variable_name
 
@@ -35,7 +37,7 @@ SCOPES = ("user", "project", "execution_tree")
 ACCESSES = ("read", "write", "readwrite")
 RECALL_ACTIONS = ("inject_context", "load_memory", "prompt_llm")
 # persistent roots and the scope each stands for (abl-specification 3.7.2)
-ROOT_SCOPES = {"user": "user", "project": "project", "workflow": "execution_tree"}
+ROOT_SCOPES = MEMORY_ROOTS
 # legacy recall event names and their canonical events (abl-specification 8.10)
 LEGACY_EVENTS = {
     "start": "session:start", "session_start": "session:start",
@@ -238,20 +240,8 @@ def parse_store(node: Node, ctx: SectionContext, rules: AgentRules | None = None
 
 
 def _last_arrow(text: str) -> int:
-    depth, quote, found = 0, "", -1
-    for i, ch in enumerate(text):
-        if quote:
-            if ch == quote and text[i - 1] != "\\":
-                quote = ""
-        elif ch in "\"'":
-            quote = ch
-        elif ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif ch == "-" and depth == 0 and text[i + 1:i + 2] == ">":
-            found = i
-    return found
+    """Where the last `->` outside quotes and brackets starts; -1 when there is none."""
+    return max((i for i, ch in top_level(text) if ch == "-" and text[i + 1:i + 2] == ">"), default=-1)
 
 
 def _remember(node: Node, ctx: SectionContext, rules: AgentRules) -> None:

@@ -29,6 +29,7 @@ from ._common import (
     span_at,
     split_top,
     template_ref,
+    top_level,
     unquote,
     value_of,
 )
@@ -513,20 +514,8 @@ def _returns(node: Node, ctx: SectionContext) -> dict[str, Expr]:
 
 
 def _top_colon(text: str) -> int:
-    depth, quote = 0, ""
-    for i, ch in enumerate(text):
-        if quote:
-            if ch == quote:
-                quote = ""
-        elif ch in "\"'":
-            quote = ch
-        elif ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif ch == ":" and depth == 0:
-            return i
-    return -1
+    """Where the first `:` outside quotes and brackets is; -1 when there is none."""
+    return next((i for i, ch in top_level(text) if ch == ":"), -1)
 
 
 # ---- ON_ERROR ---------------------------------------------------------------------------------------
