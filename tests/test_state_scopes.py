@@ -180,3 +180,16 @@ def test_a_return_message_is_a_template():
     )
     result = Engine(program, None, MemorySessionStore()).start()
     assert [m.text for m in result.messages] == ["Check said: bad code A-9"]
+
+
+def test_execution_tree_memory_belongs_to_the_session_even_when_the_program_is_named():
+    from frontdesk.ir.models import Assignment, AssignNode, FlowAgent, ListenNode, Lit, StepGraph
+
+    nodes = {"n1": AssignNode(id="n1", next="n2", assignments=[
+        Assignment(target=Ref(space="memory", scope="execution_tree", name="quote"), value=Lit(value=42))]),
+        "n2": ListenNode(id="n2")}
+    program = b.program(FlowAgent(name="main", graph=StepGraph(entry="n1", nodes=nodes)))
+    memory = DictMemoryStore()
+    sid = Engine(program, None, MemorySessionStore(), memory=memory).start(program_label="shop.yml").session_id
+    assert memory.get("execution_tree", sid, "quote") == 42
+    assert memory.get("execution_tree", "shop.yml", "quote") is None

@@ -313,7 +313,9 @@ class TurnContext:
     def _memory_owner(self, scope: str) -> str:
         if scope == "user":
             return self.state.user_id
-        return self.state.program or "project" if scope == "project" else self.state.session_id
+        if scope == "project":
+            return self.state.program or "project"
+        return self.state.session_id  # execution_tree: this session's tree of agents
 
     def read(self, ref: Ref, agent: str | None = None, frame: Frame | None = None) -> Any:
         """The value a Ref names, in its space (see ir/expr.py: Ref)."""
