@@ -173,3 +173,30 @@ def test_describe_render_and_verify_a_chat_session_from_the_command_line(workdir
     broken.write_text(spec.read_text().replace("    U: {\n        CONVERSATION_HEADER", "    A: {\n        CONVERSATION_HEADER", 1))
     mismatch = frontdesk("acdl", "verify", str(broken), session, cwd=workdir)
     assert mismatch.returncode == 1 and "mismatch" in mismatch.stdout
+
+
+def test_chat_prints_what_was_sent_not_a_draft_a_guardrail_changed(workdir):
+    (workdir / "desk.agent.abl").write_text('''AGENT: Desk
+GOAL: "Answer"
+
+GUARDRAILS:
+  no_email_out:
+    kind: output
+    check: "abl.contains_email(content)"
+    action: redact
+
+FLOW:
+  hello -> bye
+
+  hello:
+    RESPOND: "Write to help@shop.test for anything."
+    THEN: bye
+
+  bye:
+    RESPOND: "Goodbye."
+''', encoding="utf-8")
+    result = frontdesk("chat", str(workdir / "desk.agent.abl"), "--llm", "none", "--trace", stdin="", cwd=workdir)
+    assert result.returncode == 0, result.stderr
+    assert "help@shop.test" not in result.stdout
+    assert "Write to [REDACTED] for anything." in result.stdout
+    assert "draft not sent as written" in result.stderr  # the trace still shows what was drafted

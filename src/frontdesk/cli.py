@@ -304,14 +304,27 @@ def chat(
 
     def show(result) -> None:
         # Events in order: bot lines on stdout, and with --trace the decisions between them on stderr.
+        # What is printed as the bot's is what was sent (result.messages): a draft that a rule
+        # dropped or changed (BLOCK, redact, reask) is shown only in the trace.
         turns.append(result)
+        pending = list(result.messages)
+
+        def say(agent, text) -> None:
+            out.print(styled((f"{agent or 'bot'}>", "bold cyan"), " ", text))
+
         for ev in result.events:
             if ev.type == "bot_message":
-                out.print(styled((f"{ev.agent or 'bot'}>", "bold cyan"), " ", str(ev.data.get("text", ""))))
+                sent = pending[0] if pending else None
+                if sent is not None and sent.text == str(ev.data.get("text", "")):
+                    say(pending.pop(0).agent, sent.text)
+                elif trace:
+                    err.print(Text(f"  · draft not sent as written: {ev.data.get('text', '')}", style="dim"))
             elif ev.type == "warning" and not trace:
                 err.print(styled(("warning:", "yellow"), " ", f"{ev.agent or ''} {ev.data.get('message', '')}"))
             elif trace and ev.type != "user_message":
                 err.print(Text(f"  · {_event_line(ev.model_dump())}", style="dim"))
+        for sent in pending:  # sent as changed by a rule
+            say(sent.agent, sent.text)
 
     try:
         if session:

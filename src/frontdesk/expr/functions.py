@@ -16,7 +16,7 @@ import string
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
-from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+from decimal import ROUND_HALF_UP, Context, Decimal, InvalidOperation, localcontext
 from typing import TYPE_CHECKING, Any
 
 from frontdesk.expr.values import (
@@ -182,6 +182,30 @@ def _check_text(value: Any) -> str | None:
     return None if value is None or isinstance(value, str) else "must be text in quotes"
 
 
+def _check_currency(value: Any) -> str | None:
+    if not isinstance(value, str):
+        return "must be text in quotes"
+    try:
+        from babel.numbers import list_currencies
+    except ImportError:  # pragma: no cover (checked again when the call runs)
+        return None
+    if value.strip().upper() not in list_currencies():
+        return "must be an ISO 4217 currency code such as USD or EUR"
+    return None
+
+
+def _check_locale(value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        return "must be text in quotes"
+    try:
+        _babel_locale(value, "FORMAT_CURRENCY")
+    except EvalError:
+        return "must be a locale such as 'en_US' or 'de-DE'"
+    return None
+
+
 # ---------------------------------------------------------------------------
 # Shared helpers
 # ---------------------------------------------------------------------------
@@ -212,6 +236,17 @@ def _list(value: Any, fn: str) -> list[Any]:
     if isinstance(value, (list, tuple)):
         return list(value)
     raise EvalError(f"{fn}() needs a list, not {format_value(value)!r}")
+
+
+def _round_half_up(number: float, places: int, fn: str) -> Decimal:
+    """`number` rounded half away from zero to `places` decimals, as written in decimal (so 2.675 -> 2.68),
+    with enough precision for any float (1e300 rounds to itself instead of failing)."""
+    try:
+        exact = Decimal(str(number))
+        context = Context(prec=max(28, exact.adjusted() + places + 5))
+        return exact.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP, context=context)
+    except (InvalidOperation, ValueError):  # infinity, NaN, an int too long to write out
+        raise EvalError(f"{fn}() cannot round {format_value(number)[:40]!r}") from None
 
 
 def _capped(text: str, fn: str) -> str:
@@ -342,10 +377,7 @@ def _round(n: Any, decimals: Any = None) -> int | float:
         raise EvalError("ROUND() takes 0 to 15 decimals")
     if isinstance(number, float) and not math.isfinite(number):
         return number
-    try:
-        rounded = Decimal(str(number)).quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP)
-    except InvalidOperation:
-        raise EvalError(f"ROUND() cannot round {format_value(n)!r}") from None
+    rounded = _round_half_up(number, places, "ROUND")
     return int(rounded) if places == 0 else float(rounded)
 
 
@@ -403,10 +435,13 @@ def _replace(s: Any, find: Any, replacement: Any) -> str | None:
 
 
 @_fn("SPLIT", [Param("s", "text"), Param("delimiter", "text")], "list",
-     "the pieces of the text between delimiters (an empty delimiter splits into characters)")
+     "the pieces of the text between delimiters (an empty delimiter splits into characters, an unset one "
+     "gives the whole text as the one piece)")
 def _split(s: Any, delimiter: Any) -> list[str]:
     if s is None:
         return []
+    if delimiter is None:
+        return [_text(s)]
     text, sep = _text(s), _text(delimiter)
     return list(text) if sep == "" else text.split(sep)
 
@@ -486,59 +521,91 @@ def _mask(s: Any, pattern: Any, char: Any = None) -> str | None:
     return text[:head] + cover * (len(text) - head - tail) + (text[len(text) - tail:] if tail else "")
 
 
-_CURRENCY_SYMBOLS = {
-    "USD": "$", "EUR": "€", "GBP": "£", "JPY": "¥", "CNY": "¥", "INR": "₹", "KRW": "₩", "BRL": "R$",
-    "CAD": "CA$", "AUD": "A$", "NZD": "NZ$", "MXN": "MX$", "CHF": "CHF ", "SEK": "kr ", "NOK": "kr ", "DKK": "kr ",
-}
-_NO_CENTS = frozenset({"JPY", "KRW"})
-# Languages that write 1.234,56 (decimal comma); the rest write 1,234.56.
-_DECIMAL_COMMA = frozenset({"de", "fr", "es", "it", "nl", "pt", "da", "sv", "nb", "no", "fi", "pl", "tr", "ru"})
+DEFAULT_LOCALE = "en_US"
+# Babel writes a no-break space (U+00A0) or a narrow one (U+202F) between digits and symbol; chat text and
+# authored conditions use plain spaces, so FORMAT_CURRENCY does too.
+_LOCALE_SPACES = str.maketrans({"\u00a0": " ", "\u202f": " ", "\u2009": " "})
 
 
-@_fn("FORMAT_CURRENCY", [Param("n", "number"), Param("currency", "text", check=_check_text),
-                         Param("locale", "text", optional=True, check=_check_text)], "text",
-     'the amount as money, e.g. FORMAT_CURRENCY(1234.5, "USD") is "$1,234.50"')
+def _babel_locale(locale: Any, fn: str) -> Any:
+    """The babel Locale for "de_DE", "de-DE" or "de" (None is DEFAULT_LOCALE)."""
+    try:
+        from babel import Locale, UnknownLocaleError
+    except ImportError:  # pragma: no cover (babel is a dependency of frontdesk)
+        raise EvalError(f"{fn}() needs the 'babel' package for locale data") from None
+    name = DEFAULT_LOCALE if locale is None else _text(locale).strip().replace("-", "_")
+    try:
+        return Locale.parse(name or DEFAULT_LOCALE)
+    except (UnknownLocaleError, ValueError, TypeError):
+        raise EvalError(f"{fn}(): unknown locale {_text(locale)[:40]!r} (write it like 'en_US' or 'de-DE')") from None
+
+
+@_fn("FORMAT_CURRENCY", [Param("n", "number"), Param("currency", "text", check=_check_currency),
+                         Param("locale", "text", optional=True, check=_check_locale)], "text",
+     'the amount as money in the locale (default en_US), e.g. FORMAT_CURRENCY(1234.5, "USD") is "$1,234.50" '
+     'and FORMAT_CURRENCY(1234.5, "EUR", "de_DE") is "1.234,50 €"; rounded half away from zero to the '
+     "currency's digits")
 def _format_currency(n: Any, currency: Any, locale: Any = None) -> str | None:
     if n is None:
         return None
     amount = _number(n, "FORMAT_CURRENCY")
-    code = _text(currency).strip().upper()
-    places = 0 if code in _NO_CENTS else 2
+    if isinstance(amount, float) and not math.isfinite(amount):
+        raise EvalError(f"FORMAT_CURRENCY() cannot format {format_value(amount)!r}")
+    where = _babel_locale(locale, "FORMAT_CURRENCY")
+    from babel.numbers import format_currency, get_currency_precision, list_currencies
+
+    code = "" if currency is None else _text(currency).strip().upper()
+    if code not in list_currencies():
+        raise EvalError(f"FORMAT_CURRENCY(): unknown currency {_text(currency)[:40]!r} "
+                        "(use an ISO 4217 code such as USD or EUR)")
+    rounded = _round_half_up(amount, get_currency_precision(code), "FORMAT_CURRENCY")
+    if rounded == 0:
+        rounded = abs(rounded)  # no "-$0.00"
     try:
-        rounded = Decimal(str(abs(amount))).quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP)
-    except InvalidOperation:
-        raise EvalError(f"FORMAT_CURRENCY() cannot format {format_value(n)!r}") from None
-    digits = f"{rounded:,.{places}f}"
-    language = _text(locale).strip().lower().replace("_", "-").split("-")[0] if locale is not None else "en"
-    sign = "-" if amount < 0 and rounded != 0 else ""
-    if language in _DECIMAL_COMMA:
-        digits = digits.replace(",", "\x00").replace(".", ",").replace("\x00", ".")
-        symbol = _CURRENCY_SYMBOLS.get(code, code + " ").strip()
-        return f"{sign}{digits} {symbol}"
-    symbol = _CURRENCY_SYMBOLS.get(code, code + " ")
-    return f"{sign}{symbol}{digits}"
+        with localcontext(Context(prec=max(28, rounded.adjusted() + 10), rounding=ROUND_HALF_UP)):
+            text = format_currency(rounded, code, locale=where)
+    except (InvalidOperation, ValueError, ArithmeticError):
+        raise EvalError(f"FORMAT_CURRENCY() cannot format {format_value(amount)[:40]!r}") from None
+    return text.translate(_LOCALE_SPACES)
 
 
-_DATE_TOKENS = re.compile(r"\[([^\]]*)\]|YYYY|YY|MMMM|MMM|MM|M|DD|D|dddd|ddd|HH|H|hh|h|mm|ss|A|a")
+_DATE_TOKENS = re.compile(r"\[([^\]]*)\]|YYYY|YY|MMMM|MMM|MM|M|Do|DD|D|dddd|ddd|HH|H|hh|h|mm|ss|A|a|ZZ|Z")
 
 
-def _as_datetime(value: Any, fn: str) -> datetime:
+def _as_datetime(value: Any, fn: str) -> tuple[datetime, bool]:
+    """The moment a value names, and whether it is a calendar date only (which no time zone shifts)."""
     if isinstance(value, datetime):
-        return value
+        return value, False
     if isinstance(value, date):
-        return datetime(value.year, value.month, value.day)
+        return datetime(value.year, value.month, value.day), True
     if is_number(value):  # seconds since 1970 (JavaScript's milliseconds are too big to be plausible seconds)
-        seconds = value / 1000 if abs(value) > 1e11 else value
-        return datetime.fromtimestamp(seconds, tz=UTC)
+        try:
+            seconds = value / 1000 if abs(value) > 1e11 else value
+            return datetime.fromtimestamp(seconds, tz=UTC), False
+        except (OverflowError, OSError, ValueError):
+            pass
     if isinstance(value, str):
         text = value.strip()
+        try:
+            day = date.fromisoformat(text)
+            return datetime(day.year, day.month, day.day), True
+        except ValueError:
+            pass
         if text.endswith(("Z", "z")):
             text = text[:-1] + "+00:00"
         try:
-            return datetime.fromisoformat(text)
+            return datetime.fromisoformat(text), False
         except ValueError:
             pass
-    raise EvalError(f"{fn}() needs a date like 2024-05-31 or 2024-05-31T14:30:00, not {format_value(value)!r}")
+    raise EvalError(f"{fn}() needs a date like 2024-05-31 or 2024-05-31T14:30:00, not {format_value(value)[:40]!r}")
+
+
+def _offset(moment: datetime, sep: str) -> str:
+    delta = moment.utcoffset() if moment.tzinfo is not None else None
+    minutes = 0 if delta is None else int(delta.total_seconds() // 60)
+    sign = "-" if minutes < 0 else "+"
+    hours, mins = divmod(abs(minutes), 60)
+    return f"{sign}{hours:02d}{sep}{mins:02d}"
 
 
 def _in_zone(moment: datetime, tz: Any, fn: str) -> datetime:
@@ -568,11 +635,16 @@ _DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Su
 
 @_fn("FORMAT_DATE", [Param("d", "text"), Param("format", "text", check=_check_text),
                      Param("tz", "text", optional=True, check=_check_text)], "text",
-     'the date written with tokens YYYY YY MMMM MMM MM M DD D dddd ddd HH H hh h mm ss A a ([text] is kept)')
+     "the date written with tokens YYYY YY MMMM MMM MM M Do DD D dddd ddd HH H hh h mm ss A a Z ZZ ([text] is "
+     "kept), in the time zone tz (a time without a zone is UTC; a date without a time is never shifted)")
 def _format_date(d: Any, fmt: Any, tz: Any = None) -> str | None:
     if d is None:
         return None
-    moment = _in_zone(_as_datetime(d, "FORMAT_DATE"), tz, "FORMAT_DATE")
+    moment, date_only = _as_datetime(d, "FORMAT_DATE")
+    if date_only:
+        _in_zone(moment, tz, "FORMAT_DATE")  # still reject an unknown zone
+    else:
+        moment = _in_zone(moment, tz, "FORMAT_DATE")
     hour12 = moment.hour % 12 or 12
 
     def token(found: re.Match[str]) -> str:
@@ -583,12 +655,13 @@ def _format_date(d: Any, fmt: Any, tz: Any = None) -> str | None:
             "YYYY": f"{moment.year:04d}", "YY": f"{moment.year % 100:02d}",
             "MMMM": _MONTHS[moment.month - 1], "MMM": _MONTHS[moment.month - 1][:3],
             "MM": f"{moment.month:02d}", "M": str(moment.month),
-            "DD": f"{moment.day:02d}", "D": str(moment.day),
+            "Do": _ordinal(moment.day) or "", "DD": f"{moment.day:02d}", "D": str(moment.day),
             "dddd": _DAYS[moment.weekday()], "ddd": _DAYS[moment.weekday()][:3],
             "HH": f"{moment.hour:02d}", "H": str(moment.hour),
             "hh": f"{hour12:02d}", "h": str(hour12),
             "mm": f"{moment.minute:02d}", "ss": f"{moment.second:02d}",
             "A": "AM" if moment.hour < 12 else "PM", "a": "am" if moment.hour < 12 else "pm",
+            "Z": _offset(moment, ":"), "ZZ": _offset(moment, ""),
         }[t]
 
     return _DATE_TOKENS.sub(token, _text(fmt))
@@ -626,7 +699,12 @@ def _to_number(x: Any) -> int | float | None:
     return number
 
 
-register(Function("TO_STRING", (Param("x"),), "text", format_value, "the value as plain text (None as \"\")"))
+@_fn("TO_STRING", [Param("x")], "text",
+     'the value as plain text: None as "", 3.0 as "3", true/false as ABL writes them, lists as "a, b"')
+def _to_string(x: Any) -> str:
+    if isinstance(x, bool):
+        return "true" if x else "false"
+    return format_value(x)
 
 
 # ---------------------------------------------------------------------------

@@ -188,6 +188,17 @@ class CompletionRule(IRModel):
     span: Span | None = None
 
 
+class EscalationTrigger(IRModel):
+    """An ABL ESCALATE trigger (3.11.1): when its condition holds after a turn, the session goes to a
+    person with the agent's context_for_human package."""
+
+    when: Condition
+    reason: str = ""
+    priority: Literal["low", "medium", "high", "critical"] = "medium"
+    respond: Template | None = None  # said to the user when it fires
+    span: Span | None = None
+
+
 class ErrorHandler(IRModel):
     """What to do when something fails (ABL ON_ERROR): which errors, and the action."""
 
@@ -237,6 +248,26 @@ class ActionElement(IRModel):
     span: Span | None = None
 
 
+class BehaviorProfile(IRModel):
+    """A context-dependent overlay of the agent (ABL BEHAVIOR_PROFILES, 3.13.2): active while `when`
+    holds; active profiles merge by priority (the highest wins a conflict)."""
+
+    name: str
+    priority: float = 0
+    when: Condition | None = None  # None: always active
+    instructions: str = ""
+    tools_hide: list[str] = Field(default_factory=list)
+    tools_add: list[Any] = Field(default_factory=list)  # tool definitions as written
+    constraints: list[Constraint] = Field(default_factory=list)
+    voice: dict[str, Any] = Field(default_factory=dict)
+    response_rules: dict[str, Any] = Field(default_factory=dict)
+    gather_overrides: dict[str, Any] = Field(default_factory=dict)
+    flow_modifications: dict[str, Any] = Field(default_factory=dict)
+    flow_replace: str = ""
+    extra: dict[str, Any] = Field(default_factory=dict)
+    span: Span | None = None
+
+
 class AgentRules(IRModel):
     """Everything an agent declares besides its steps; empty for ADL agents."""
 
@@ -252,10 +283,14 @@ class AgentRules(IRModel):
     templates: dict[str, TemplateDef] = Field(default_factory=dict)
     messages: dict[str, str] = Field(default_factory=dict)
     complete: list[CompletionRule] = Field(default_factory=list)
+    escalation: list[EscalationTrigger] = Field(default_factory=list)  # ESCALATE triggers
+    # ESCALATE on_human_complete: IF <condition on human.*>: RESPOND, COMPLETE (extra: complete / continue)
+    after_human: list[CompletionRule] = Field(default_factory=list)
     on_error: list[ErrorHandler] = Field(default_factory=list)
     execution: ExecutionSettings = Field(default_factory=ExecutionSettings)
     hooks: list[Hook] = Field(default_factory=list)
     actions: list[ActionElement] = Field(default_factory=list)  # agent-level interactive elements
     behavior_profiles: list[str] = Field(default_factory=list)  # USE BEHAVIOR_PROFILE names
+    profiles: list[BehaviorProfile] = Field(default_factory=list)  # inline and USE'd, compiled
     # sections parsed for compatibility and kept as data (NLU, INTENTS, MULTI_INTENT, TESTS, ...)
     metadata: dict[str, Any] = Field(default_factory=dict)

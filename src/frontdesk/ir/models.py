@@ -85,6 +85,10 @@ class ListenNode(NodeBase):
     # how values are read from the answer: by a model, by patterns (e-mail, phone, number, yes/no,
     # date, a fixed list), or patterns first and a model for the rest; with no model, patterns
     strategy: Literal["llm", "pattern", "hybrid"] = "llm"
+    # ABL: gathered fields a later message may correct here ("actually 4 guests", CORRECTIONS: true)
+    corrects: list[str] = Field(default_factory=list)
+    # ABL: where the flow goes when a field's validation retries run out (the step's ON_FAIL)
+    on_invalid: str | None = None
 
 
 class Assignment(IRModel):
@@ -301,6 +305,10 @@ class RouterMember(IRModel):
     examples: list[str] = Field(default_factory=list)
     resume: bool = True  # an interrupted run of it comes back (ABL RETURN: true)
     passes: list[str] = Field(default_factory=list)  # values handed over (ABL CONTEXT.pass)
+    # the supervisor's HANDOFF entry for it: CONTEXT history / summary, ON_RETURN map (ABL 3.10)
+    handoff: Handoff | None = None
+    # a WHEN written as an expression (`channel == "voice"`): routed here, before any model, when it holds
+    condition: Condition | None = None
     span: Span | None = None
 
 
@@ -401,7 +409,45 @@ class StubBinding(IRModel):
     answers: list[StubAnswer] = Field(default_factory=list)
 
 
-ToolBinding = Annotated[Union[PythonBinding, HttpBinding, StubBinding], Field(discriminator="kind")]
+class McpServer(IRModel):
+    """An MCP server a tool library declares once (`MCP_SERVERS:` in a `.tools.abl`): a `command`
+    (with `args`, `env`, `cwd`) started as a subprocess that speaks MCP over stdio, or the `url` of a
+    streamable HTTP endpoint (with `headers`). `env` and `headers` values may be `{env.NAME}`
+    templates, read when the server is started; a credential header must take its value from the
+    environment. `timeout` bounds connecting and each call (None: the program's `tools:` limit)."""
+
+    name: str
+    command: str | None = None
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None  # relative to the program root
+    url: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    timeout: float | None = None
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> "McpServer":
+        if bool(self.command) == bool(self.url):
+            raise ValueError(f"MCP server {self.name} needs either command: (stdio) or url: (streamable HTTP)")
+        for name, value in self.headers.items():
+            if is_secret_header(name) and not any(mark in value for mark in ("{env.", "{{env.", "{{ env.")):
+                raise ValueError(f"header {name} holds a credential: take it from the environment, "
+                                 f"e.g. {name}: \"Bearer {{env.API_TOKEN}}\"")
+        return self
+
+
+class McpBinding(IRModel):
+    """A tool served by an MCP server: the call is the server's tool `tool` (by default named like
+    the ABL tool), on one session per server and engine. The result's structured content (else its
+    text, read as JSON when it is JSON) is the tool's value; a result flagged as an error is a
+    `raised` error result."""
+
+    kind: Literal["mcp"] = "mcp"
+    server: McpServer
+    tool: str
+
+
+ToolBinding = Annotated[Union[PythonBinding, HttpBinding, StubBinding, McpBinding], Field(discriminator="kind")]
 
 
 class ToolAuth(IRModel):
@@ -419,6 +465,7 @@ class ToolConfirmation(IRModel):
     side_effects: bool = False
     require: Literal["always", "never", "when_side_effects"] | None = None
     immutable: list[str] = Field(default_factory=list)  # parameters locked once approved
+    message: str = ""  # the question asked (`confirm_message:`), `{{param}}` filled; "" for the default
 
 
 class ToolDef(IRModel):

@@ -8,7 +8,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from pydantic import BaseModel, Field, field_validator
 
 # What an LLM call is for; traces, scripts and descriptions (ACDL) are keyed on it.
-Purpose = Literal["route", "understand", "reason", "kb_answer", "extract", "fallback", "other"]
+Purpose = Literal["route", "understand", "reason", "kb_answer", "extract", "fallback", "other", "summarize"]
 
 
 class ToolCall(BaseModel):

@@ -274,7 +274,10 @@ class TurnContext:
         key = tuple(names)
         if key not in self.option_cache:
             root = Path(self.program.root) if self.program.root else None
-            self.option_cache[key] = route_options(self.program, names, root)
+            from frontdesk.runtime.routing import with_handoff_phrases
+
+            # ABL HANDOFF WHEN words join the phrases each member is routed by
+            self.option_cache[key] = with_handoff_phrases(self.program, route_options(self.program, names, root))
         return self.option_cache[key]
 
     def embed_decide(self, message: str, options: list[Option], task: str, agent: str | None) -> Decision | None:
@@ -307,6 +310,8 @@ class TurnContext:
             return self.eval_env.clock().isoformat()
         if name == "input":  # the user's message of this turn
             return self.input.text if self.input.text is not None else self.last_user_message()
+        if name in state.system:  # set by the runtime (ABL 8.8: all_fields_gathered, match, ...)
+            return state.system[name]
         return {"turn": state.turn, "session_id": state.session_id, "user_id": state.user_id,
                 "channel": state.channel, "status": state.status}.get(name)
 
@@ -332,6 +337,8 @@ class TurnContext:
                 return record.values["status"] if "status" in record.values else record.status
             if ref.name == "message":
                 return record.message
+            if ref.name == "value" and "value" not in record.values and record.status is not None:
+                return dict(record.values)  # `last_<tool>_result` as a whole: everything it returned
             return record.values.get(ref.name)
         if space == "system":
             return self.system_value(ref.name)
@@ -482,7 +489,7 @@ class TurnContext:
         failure = getattr(result, "failure", None)
         kind = getattr(failure, "kind", "")
         wanted = [tool, "tool_timeout" if kind == "timeout" else "",
-                  "api_error" if kind in ("http_status", "connection") else "", "tool_error", "unknown_error"]
+                  "api_error" if kind in ("http_status", "connection") else "", "tool_error", "unknown_error", "default"]
         for name in wanted:
             handler = next((h for h in rules.on_error if h.on == name), None)
             if name and handler is not None:
@@ -505,15 +512,30 @@ class TurnContext:
         self.log.emit("step", caller, action="error handled", handler=handler.on, tool=tool)
         if action.respond is not None and caller:
             self.say(caller, self.render(action.respond, caller, frame), frame)
+        elif action.template and caller:  # RESPOND: TEMPLATE(name), in the channel's variant
+            from frontdesk.runtime.rules import render_named
+
+            self.say(caller, render_named(self, action.template, caller), frame)
         if action.escalate:
             self.state.status = "escalated"
             self.log.emit("session_escalated", caller, reason=action.escalate_reason or f"{tool} kept failing")
+        from frontdesk.runtime.rules import after_error
+
+        after_error(self, caller, handler, tool)  # LOG, SET, THEN DELEGATE / HANDOFF / GOTO / ASK_USER
         return result
 
     def call_tool(self, tool: str, args: dict[str, Any], caller: str | None, frame: Frame | None) -> ToolResult:
         pending = PendingToolCall(tool, dict(args), caller)
         self.pipeline.before_tool(self, pending)
         args = pending.args
+        if pending.result is None:  # ABL `confirm:`: the user approves the call first (tools/confirmation.py)
+            from frontdesk.runtime.tools.confirmation import gate
+
+            approval = gate(self, tool, args, caller, frame)
+            if approval.waits:  # the question was asked: nothing ran, the executor waits at the call
+                return approval.result
+            args, pending.args = approval.args, approval.args
+            pending.result = approval.result  # declined: an error result, never retried by ON_ERROR
         self.log.emit("tool_called", caller, tool=tool, args=args)
         result = pending.result if pending.result is not None else self.tools.call(tool, args)
         result = self.pipeline.after_tool(self, pending, result)

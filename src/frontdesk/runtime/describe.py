@@ -37,6 +37,19 @@ def _flow_needs_understanding(agent: FlowAgent) -> bool:
     return False
 
 
+def _abl_context(program: Program, agent: ReasoningAgent) -> prompts.AgentContext | None:
+    """The shape of an ABL agent's system prompt (its sections, fields, profiles, memory), or None
+    for an ADL agent, whose prompt is its own text."""
+    from frontdesk.runtime.reasoning import gather_fields, owner_rules
+
+    rules = owner_rules(program, agent)
+    if rules is None:
+        return None
+    fields = gather_fields(program, agent)
+    return prompts.AgentContext(goal=rules.goal, persona=rules.persona, limitations=list(rules.limitations),
+                                fields=list(fields.values()), can_fan_out=bool(agent.delegates))
+
+
 def plans(program: Program, agent: str | None = None) -> list[PromptPlan]:
     """The prompt plan of every kind of LLM call the runtime can make for the program."""
     window = program.settings.history_window
@@ -52,7 +65,13 @@ def plans(program: Program, agent: str | None = None) -> list[PromptPlan]:
             if _flow_needs_understanding(a):
                 out.append(prompts.understand_plan(a, [("1", ["example"])], [], ["arg"], [], window))
         elif isinstance(a, ReasoningAgent):
-            out.append(prompts.reasoning_plan(a, {arg: None for arg in a.arg_names()}, []))
+            about = _abl_context(program, a)
+            plan = prompts.reasoning_plan(a, {arg: None for arg in a.arg_names()}, [], about)
+            tools = [t.name for t in prompts.reasoning_tools(a, program.tools, about=about)]
+            plan.comment += f"\ntools: {', '.join(tools)}"
+            out.append(plan)
+            # when the transcript would overflow the context: older messages summarised (context_compacted)
+            out.append(prompts.summary_plan(a, ""))
         elif isinstance(a, KnowledgeAgent):
             out.append(prompts.kb_answer_plan(a, "", "", [], NO_ANSWER))
     return out

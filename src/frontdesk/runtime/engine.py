@@ -14,6 +14,7 @@ from frontdesk.expr.evaluator import EvalEnv
 from frontdesk.ir.models import Program
 from frontdesk.llm.base import LLM
 from frontdesk.nlu.base import Understanding
+from frontdesk.runtime import escalation
 from frontdesk.runtime.answering import KnowledgeCache, KnowledgeExecutor
 from frontdesk.runtime.context import (
     BotMessage,
@@ -98,9 +99,11 @@ class Engine:
         self.eval_env = EvalEnv(clock=self._now, random=random or SystemRandom())
         # hooks at the turn's interception points (input, tool calls, output, turn end): see pipeline.py
         # an agent's declared constraints and guardrails (ABL) are the pipeline's first hook
-        declared = any(a.rules is not None and (a.rules.constraints or a.rules.guardrails or a.rules.memory.remember)
+        declared = any(a.rules is not None
                        for a in program.agents.values())
         self.pipeline = Pipeline(([RulesHook()] if declared else []) + list(hooks or []))
+        # the same hook at the engine's own turn points (agent finishing, after the agents ran, handoffs)
+        self.rules: RulesHook | None = self.pipeline.hooks[0] if declared else None
         # knowledge agents' indexes, built on first use (the application wires its fetcher, embedder and
         # progress display); by default web pages are fetched and retrieval is keyword-only
         self.knowledge = knowledge if knowledge is not None else KnowledgeCache(program)
@@ -137,6 +140,18 @@ class Engine:
         ctx.log.emit("agent_started", self.program.entry, by="session")
         return self._finish(ctx)
 
+    def human_completed(self, session_id: str, human: dict) -> TurnResult:
+        """The person an escalated session went to hands it back (ABL ESCALATE on_human_complete):
+        `human` is their report ({"resolved": true, "resolution_summary": ...}). See runtime/escalation.py."""
+        raw = self.store.load(session_id)
+        if raw is None:
+            raise SessionNotFound(f"no session {session_id!r}")
+        state = load_state(raw, self.program.tools)
+        state.turn += 1
+        ctx = self._context(state)
+        escalation.human_completed(ctx, human)
+        return self._finish(ctx, drive=False)
+
     def send(self, session_id: str, text: str) -> TurnResult:
         raw = self.store.load(session_id)
         if raw is None:
@@ -157,6 +172,7 @@ class Engine:
         text = incoming.text.strip()
         state.history.append(HistoryItem(role="user", text=text, turn=state.turn))
         ctx.log.emit("user_message", None, text=text)
+        escalation.read_sentiment(ctx, text)  # ABL 8.8 user.sentiment, sentiment_trajectory
         if incoming.blocked is not None:
             # An input hook (a guardrail) stopped the message: no agent sees it.
             ctx.say(None, incoming.blocked)
@@ -203,9 +219,12 @@ class Engine:
 
     def _context(self, state: SessionState) -> TurnContext:
         log = EventLog(state.event_seq, state.turn, clock=self.clock, subscribers=self.subscribers)
-        return TurnContext(program=self.program, state=state, llm=self.llm, tools=self.tools, log=log,
-                           knowledge=self.knowledge, understanding=self.understanding, eval_env=self.eval_env,
-                           option_cache=self.option_cache, memory=self.memory, pipeline=self.pipeline)
+        ctx = TurnContext(program=self.program, state=state, llm=self.llm, tools=self.tools, log=log,
+                          knowledge=self.knowledge, understanding=self.understanding, eval_env=self.eval_env,
+                          option_cache=self.option_cache, memory=self.memory, pipeline=self.pipeline)
+        if self.rules is not None:  # lifecycle events drive MEMORY recall and agent HOOKS
+            self.rules.attach(ctx, self)
+        return ctx
 
     def _finish(self, ctx: TurnContext, drive: bool = True) -> TurnResult:
         before = dict(ctx.state.tokens)
@@ -213,6 +232,9 @@ class Engine:
         ctx.log.emit("execution.started", active, agent=active, turn=ctx.state.turn)
         if drive:
             self._drive(ctx)
+        if self.rules is not None:  # ON_FAIL actions, every-turn constraints, after_turn hooks
+            self.rules.after_drive(ctx, self)
+        escalation.after_turn(ctx)  # ESCALATE triggers; every escalation gets its context_for_human
         state = ctx.state
         if ctx.input.is_open and ctx.input.passed:
             ctx.log.emit("step", None, action="the message was handled; nobody else took the rest of it",
@@ -261,6 +283,12 @@ class Engine:
                 base = thread.base if thread is not None else frame
                 result = self._result(base, outcome, thread, ctx)
             else:
+                if self.rules is not None and outcome.kind == "done":
+                    verdict = self.rules.before_done(frame, outcome, ctx, self)  # BEFORE returning results
+                    if verdict == "continue":
+                        continue
+                    if verdict == "stop":
+                        return
                 stack.pop()
                 frame.status = "done"
                 self._finished(frame, outcome, ctx)
@@ -304,6 +332,7 @@ class Engine:
         """The agent hands the conversation to a person: the session says so and waits."""
         ctx.state.status = "escalated"
         ctx.log.emit("session_escalated", frame.agent, reason=outcome.reason)
+        escalation.escalate(ctx, frame.agent, outcome.reason)  # context_for_human, `escalated` event
         if ctx.input.available_to(frame) or ctx.input.is_open:
             ctx.input.state = "taken"
         frame.waiting = True
@@ -314,6 +343,8 @@ class Engine:
         stack = ctx.state.stack
         target = outcome.frame
         assert target is not None
+        if self.rules is not None and not self.rules.handoff_allowed(frame, outcome, ctx):
+            return  # a handoff guardrail stopped it: the agent goes on
         if outcome.resume:
             frame.waiting = True
             chain = self._take_chain(ctx)
@@ -344,6 +375,12 @@ class Engine:
         top = thread.top
         ctx.log.emit("thread_return", top.agent, thread=thread.id, reason=thread.reason)
         ctx.log.emit("agent_resumed", top.agent, by=f"end of {frame.agent}", thread=thread.id)
+        parent = self.program.agents.get(top.agent)
+        if getattr(parent, "rules", None) is not None:  # ABL: handoff.completed and the ON_RETURN map
+            from frontdesk.runtime.routing import handoff_returned
+
+            handoff_returned(ctx, top.agent, next((h for h in getattr(parent, "handoffs", [])
+                                                   if h.agent == frame.agent), None), result)
         self.executors[top.kind].child_finished(top, result, ctx)
         return True
 

@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
-NUMBER = re.compile(r"(?<![\w.])-?\d+(?:[.,]\d+)?(?![\w])")
+NUMBER = re.compile(r"(?<![\w.-])-?\d+(?:[.,]\d+)?(?![\w-])")  # not a part of POL-123 or 555-2671
 YES = {"yes", "yeah", "yep", "sure", "ok", "okay", "correct", "right", "true", "y", "definitely", "please do"}
 NO = {"no", "nope", "nah", "false", "n", "not really", "never"}
 NUMBER_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
@@ -44,8 +44,12 @@ def extract_values(text: str, fields: dict[str, str], now: datetime | None = Non
                 found[name] = choice
             continue
         by_type.setdefault(kind, []).append(name)
+    dateless = text
+    if by_type.get("number") or by_type.get("integer"):
+        for phrase in _date_phrases(text, now):  # "December 5" is a date, not 5 of something
+            dateless = dateless.replace(phrase, " ")
     for kind, names in by_type.items():
-        values = _values(text, kind, now)
+        values = _values(dateless if kind in ("number", "integer") else text, kind, now)
         for name, value in zip(names, values):
             found[name] = value
     return found
@@ -77,6 +81,11 @@ def _phones(text: str) -> list[str]:
 
 def _numbers(text: str, integer: bool) -> list[int | float]:
     without_dates = EMAIL.sub(" ", text)
+    if len(re.findall(r"\d", without_dates)) >= 7:  # a phone number is not a count of anything
+        import phonenumbers
+
+        for match in phonenumbers.PhoneNumberMatcher(without_dates, "US"):
+            without_dates = without_dates.replace(match.raw_string, " ")
     out: list[int | float] = []
     for raw in NUMBER.findall(without_dates):
         value = float(raw.replace(",", "."))
@@ -117,6 +126,23 @@ def _dates(text: str, now: datetime | None, with_time: bool) -> list[str]:
     return out
 
 
+def _date_phrases(text: str, now: datetime | None) -> list[str]:
+    """The parts of the message that name a day with a month or weekday ("December 5", "5th of May")."""
+    if not re.search(r"(?i)\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b|\d{4}-\d{2}-\d{2}|"
+                     r"\d{1,2}/\d{1,2}", text):
+        return []
+    from dateparser.search import search_dates
+
+    settings = {"PREFER_DATES_FROM": "future", "RETURN_AS_TIMEZONE_AWARE": False}
+    if now is not None:
+        settings["RELATIVE_BASE"] = now.replace(tzinfo=None)
+    try:
+        found = search_dates(text, languages=["en"], settings=settings) or []
+    except Exception:  # noqa: BLE001 - see _dates
+        return []
+    return [phrase for phrase, _ in found if re.search(r"\d", phrase) and not phrase.strip().isdigit()]
+
+
 def _by_regex(text: str, pattern: str) -> str | None:
     """The first part of the message that the field's validation pattern accepts (its ^ and $ let go)."""
     try:
@@ -131,3 +157,63 @@ def _choice(text: str, options: list[str]) -> str | None:
     lowered = text.lower()
     hits = [o for o in options if re.search(rf"(?<!\w){re.escape(str(o).lower())}(?!\w)", lowered)]
     return hits[0] if len(hits) == 1 else None
+
+
+# ---- corrections and typed validation (ABL GATHER: CORRECTIONS, validate) ----------------------------
+
+# Words that say the user changes something already given: "actually 4 guests", "no, make it Friday",
+# "sorry, I meant Rome", "change the destination to Rome", "4 guests, not 3".
+CORRECTION_CUE = re.compile(
+    r"\b(actually|instead|correction|i\s+meant|i\s+mean|change|changed|make\s+it|make\s+that|rather|not|"
+    r"sorry|wait|oops|no)\b", re.IGNORECASE)
+
+
+def says_correction(text: str) -> bool:
+    """Whether the message is worded as a correction of something said before."""
+    return bool(CORRECTION_CUE.search(text or ""))
+
+
+def named_fields(text: str, names: list[str]) -> list[str]:
+    """The fields the message names ("the check-out date", "guests"): every part of the field's name
+    (check_out, checkout, number_of_guests -> guests) appears in it."""
+    words = set(re.findall(r"[a-z]+", (text or "").lower().replace("-", "")))
+    words |= {w[:-1] for w in words if w.endswith("s")}
+    out = []
+    for name in names:
+        parts = [p for p in name.lower().split("_") if p and p not in ("of", "number", "the", "date")]
+        if parts and (all(p in words or p.rstrip("s") in words for p in parts) or "".join(parts) in words):
+            out.append(name)
+    return out
+
+
+_RANGE_RULE = re.compile(r"\s*(-?\d+(?:\.\d+)?)\s*(?:-|\.\.|to)\s*(-?\d+(?:\.\d+)?)\s*")
+
+
+def check_value(kind: str, rule: str, value: Any, options: list[str] | None = None) -> tuple[bool, Any]:
+    """A `pattern`, `range` or `enum` validation of a gathered value: whether it passes, and the value
+    as kept (an enum answer in the case its options are written in; a number for a range)."""
+    if value is None:
+        return False, value
+    if kind == "pattern":
+        try:
+            return re.search(rule, str(value)) is not None, value
+        except re.error:
+            return False, value
+    if kind == "range":
+        bounds = _RANGE_RULE.fullmatch(rule or "")
+        try:
+            number = float(value) if not isinstance(value, bool) else None
+        except (TypeError, ValueError):
+            number = None
+        if bounds is None or number is None:
+            return False, value
+        low, high = float(bounds.group(1)), float(bounds.group(2))
+        kept = int(number) if number.is_integer() else number
+        return low <= number <= high, kept
+    if kind == "enum":
+        allowed = options or [part.strip() for part in (rule or "").split(",") if part.strip()]
+        for option in allowed:
+            if str(option).casefold() == str(value).strip().casefold():
+                return True, option
+        return False, value
+    return True, value

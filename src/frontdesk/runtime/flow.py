@@ -42,7 +42,13 @@ MAX_STEPS_PER_RUN = 500
 register_event_type("flow_transition", "a flow entered one of its named steps", ("step",))
 register_event_type("gather_extraction", "values read from the user's message for the fields asked for",
                     ("fields", "by"))
+register_event_type("gather_correction", "the user corrected a value gathered before; fields that depend on it "
+                    "were cleared to be asked again", ("fields", "invalidated"))
+register_event_type("gather_validation", "a gathered value failed its validation and was cleared", ("field", "kind"))
 SHORT_ANSWER_WORDS = 4
+DEFAULT_MAX_FLOW_ITERATIONS = 100  # ABL 7.11: step transitions per session
+DEFAULT_VALIDATION_RETRIES = 3
+FLOW_LIMIT_HANDLERS = ("max_flow_iterations", "flow_error", "default", "unknown_error")
 
 
 def graph_of(ctx: TurnContext, frame: Frame) -> StepGraph | None:
@@ -53,6 +59,10 @@ def graph_of(ctx: TurnContext, frame: Frame) -> StepGraph | None:
 
 
 class FlowExecutor:
+    def __init__(self) -> None:
+        # (session id, frame id) -> why its next step transition happens (set and used in the same turn)
+        self._reasons: dict[tuple[str, str], str] = {}
+
     def run(self, frame: Frame, ctx: TurnContext) -> Outcome:
         graph = graph_of(ctx, frame)
         if graph is None:
@@ -72,9 +82,10 @@ class FlowExecutor:
                     continue
                 return self._pass_on_rest(frame, ctx, Outcome.done())
             node = graph.nodes[frame.data.node]
-            if node.id in graph.labels.values() and frame.data.step != node.id:
-                ctx.log.emit("flow_transition", frame.agent, step=node.id, previous=frame.data.step)
-                frame.data.step = node.id
+            if node.id in graph.labels.values():
+                stopped = self._enter_step(node.id, frame, ctx)
+                if stopped is not None:
+                    return stopped
             outcome = self._step(node, frame, ctx, graph)
             if outcome is not None:
                 return self._pass_on_rest(frame, ctx, outcome)
@@ -82,6 +93,39 @@ class FlowExecutor:
                      message=f"the flow ran {MAX_STEPS_PER_RUN} steps without waiting for the user; "
                              "is there a loop without a `user` step or `tries`?")
         return Outcome.done("error", "flow step limit reached")
+
+    def _enter_step(self, step: str, frame: Frame, ctx: TurnContext) -> Outcome | None:
+        """The flow enters a named step: a `flow_transition` (with why, when it is not the step's
+        sequence) and, for an ABL agent, one more of the session's `max_flow_iterations` (7.11);
+        past the limit the agent stops with an error event and its ON_ERROR reply, or a fallback."""
+        reason = self._reasons.pop((ctx.state.session_id, frame.id), None)
+        rules = ctx.program.agents[frame.agent].rules
+        if frame.data.step != step or reason:
+            ctx.log.emit("flow_transition", frame.agent, step=step, previous=frame.data.step,
+                         **({"reason": reason} if reason else {}))
+            if rules is not None and frame.data.step != step:
+                ctx.state.system.pop("_validation_retries", None)  # counts are per step (8.8)
+            frame.data.step = step
+        if rules is None:
+            return None
+        limit = rules.execution.max_flow_iterations or DEFAULT_MAX_FLOW_ITERATIONS
+        count = int(ctx.state.system.get("_flow_iterations", 0)) + 1
+        ctx.state.system["_flow_iterations"] = count
+        if count <= limit:
+            return None
+        ctx.state.system["_flow_iterations"] = 0  # reported once; a new start gets a new budget
+        ctx.log.emit("error", frame.agent, where="flow", kind="max_flow_iterations", step=step, limit=limit,
+                     message=f"the flow made more than {limit} step transitions in this session "
+                             "(EXECUTION max_flow_iterations); it was stopped")
+        handler = next((h for name in FLOW_LIMIT_HANDLERS for h in rules.on_error if h.on == name), None)
+        if handler is not None and handler.action.respond is not None:
+            ctx.say(frame.agent, ctx.render(handler.action.respond, frame.agent, frame), frame)
+        else:
+            ctx.say(frame.agent, "Sorry, I got stuck going round in circles and can't go on with this request.",
+                    frame)
+        if handler is not None and handler.action.escalate:
+            return Outcome.escalate(handler.action.escalate_reason or "max_flow_iterations")
+        return Outcome.done("error", "max_flow_iterations reached")
 
     @staticmethod
     def _pass_on_rest(frame: Frame, ctx: TurnContext, outcome: Outcome) -> Outcome:
@@ -113,6 +157,9 @@ class FlowExecutor:
     def _step(self, node, frame: Frame, ctx: TurnContext, graph: StepGraph) -> Outcome | None:
         agent = frame.agent
         if isinstance(node, SayNode):
+            if frame.data.last_say == node.id and ".ask_" in node.id and ctx.program.agents[agent].rules is not None:
+                # a GATHER question asked again (8.8 _clarification_count)
+                ctx.state.system["_clarification_count"] = int(ctx.state.system.get("_clarification_count", 0)) + 1
             text = node.variants.get(ctx.state.channel, node.text) if node.variants else node.text
             ctx.say(agent, ctx.render(text, agent, frame), frame)
             frame.data.last_say = node.id
@@ -188,7 +235,10 @@ class FlowExecutor:
     def _listen(self, node: ListenNode, frame: Frame, ctx: TurnContext, graph: StepGraph) -> Outcome | None:
         frame.data.last_listen = node.id
         if not frame.waiting and node.id in frame.data.extracted:
-            self._reject_earlier_answer(node, frame, ctx)
+            if ctx.program.agents[frame.agent].rules is None:
+                self._reject_earlier_answer(node, frame, ctx)
+            else:  # an ABL GATHER asks again for what is missing; validation rejects values, not re-asking
+                frame.data.extracted.pop(node.id)
         inp = ctx.input
         if inp.available_to(frame) and frame.waiting:
             # The user's answer to the question this step asked.
@@ -203,7 +253,39 @@ class FlowExecutor:
             return Outcome.wait()
         frame.data.decisions.clear()
         frame.data.decided_by.clear()
+        rules = ctx.program.agents[frame.agent].rules
+        if node.corrects and not tentative and rules is not None:
+            corrected, outcome = self._correct(node, frame, ctx, graph)
+            if corrected:
+                frame.waiting = False
+                return outcome
+        before = ctx.values(frame.agent) if rules is not None else {}
         outcome, answered = self._understand(node, frame, ctx, graph, tentative)
+        if rules is not None:
+            new = {k: v for k, v in ctx.values(frame.agent).items() if v is not None and before.get(k) is None}
+            gave_up = self._validate(new, node, frame, ctx)
+            self._note_gathered(frame, ctx)
+            if gave_up is not None:
+                if tentative:
+                    inp.take(frame, "answer given before the question")
+                frame.waiting = False
+                return gave_up if isinstance(gave_up, Outcome) else None
+        if not tentative and outcome is None and node.classifies is None and node.extracts \
+                and all(ctx.values(frame.agent).get(n) is None for n in node.extracts) \
+                and getattr(ctx.program.agents.get(frame.agent), "rules", None) is not None:
+            # An ABL question the message gave nothing for (a GATHER field): the user may have turned
+            # to another member of the supervisor (a digression); the thread waits and resumes here.
+            from frontdesk.runtime.policies import clear_topic_switch
+
+            target = clear_topic_switch(ctx, frame, inp.text or "")
+            if target is None and ctx.understanding is None:  # no local model: the LLM reads it, if any
+                from frontdesk.runtime.routing import digression_by_llm
+
+                target = digression_by_llm(ctx, frame, inp.text or "")
+            if target is not None:
+                frame.waiting = True
+                inp.give_back(frame, f"the user turned to {target}")
+                return Outcome.switch(target)
         if tentative and not answered:
             ctx.log.emit("step", frame.agent, action="the message that started the agent does not answer "
                                                    "its question; waiting", node=node.id)
@@ -232,14 +314,27 @@ class FlowExecutor:
         values = ctx.values(frame.agent)
         extract = [n for n in node.extracts if values.get(n) is None]
         by_pattern: dict[str, Any] = {}
+        abl = ctx.program.agents[frame.agent].rules is not None
+        # an ABL intent (DIGRESSIONS, SUB_INTENTS) the message names in so many words
+        choice = self._choose_by_words(branch, frame, ctx) if branch and abl and not tentative else None
         if extract and (node.strategy != "llm" or not ctx.llm_classifies):
             by_pattern = self._extract_by_pattern(extract, frame, ctx)
+            if not by_pattern and not tentative and choice is None and (node.strategy == "pattern" or ctx.llm is None):
+                by_pattern = self._whole_answer(extract, frame, ctx)
             extract = [] if node.strategy == "pattern" else [n for n in extract if n not in by_pattern]
         if branch is None and not extract:
             return None, (not tentative) or bool(by_pattern)
         switches = switch_candidates(ctx, frame) if branch and not tentative else []
-        choice = self._choose_by_embedding(branch, switches, frame, ctx, tentative) if branch else None
+        if branch and choice is None:
+            choice = self._choose_by_embedding(branch, switches, frame, ctx, tentative)
         ask_choice = branch is not None and choice is None and (ctx.llm_classifies or not tentative)
+        if abl and (ctx.llm is None or (node.strategy == "pattern" and node.extracts)):
+            # an ABL flow with no model, or a GATHER with STRATEGY: pattern ("no LLM calls"), reads what
+            # patterns and words can
+            if ask_choice:
+                choice = prompts.NONE_CHOICE
+                frame.data.decided_by[branch.id] = "words (no LLM: none)"
+            ask_choice, extract = False, []
         extracted: dict[str, Any] = {}
         call: dict[str, Any] = {}
         if (ask_choice or extract) and (ctx.llm is not None or not tentative):
@@ -274,9 +369,10 @@ class FlowExecutor:
             ctx.log.emit("step", frame.agent, action="the message also asks for another agent", agent=also)
         return None, choice in cases
 
-    def _extract_by_pattern(self, names: list[str], frame: Frame, ctx: TurnContext) -> dict[str, Any]:
-        """Values the message gives that patterns can read (e-mail, phone, number, yes/no, date, one of
-        a field's options), written like extracted ones."""
+    @staticmethod
+    def _pattern_values(names: list[str], frame: Frame, ctx: TurnContext, message: str) -> dict[str, Any]:
+        """Values of `names` the message gives that patterns can read (e-mail, phone, number, yes/no,
+        date, one of a field's options, a field's validation pattern); nothing is written."""
         from frontdesk.runtime.extract import PATTERN_TYPES, extract_values
 
         agent = ctx.program.agents[frame.agent]
@@ -285,14 +381,290 @@ class FlowExecutor:
         options = {f.name: f.options for f in rules.gather if f.name in names and f.options} if rules else {}
         patterns = {f.name: v.rule for f in (rules.gather if rules else []) if f.name in names
                     for v in f.validations if v.kind == "pattern" and v.rule}
-        fields = {n: t for n, t in types.items() if t in PATTERN_TYPES or n in options or n in patterns}
+        fields = {n: types[n] for n in names if n in types and (types[n] in PATTERN_TYPES or n in options
+                                                                 or n in patterns)}
         if not fields:
             return {}
+        return extract_values(message, fields, ctx.eval_env.clock(), options, patterns)
+
+    def _extract_by_pattern(self, names: list[str], frame: Frame, ctx: TurnContext) -> dict[str, Any]:
+        """Values the message gives that patterns can read, written like extracted ones."""
         message = ctx.input.text or ctx.last_user_message()
-        found = extract_values(message, fields, ctx.eval_env.clock(), options, patterns)
+        found = self._pattern_values(names, frame, ctx, message)
         if found:
             ctx.log.emit("step", frame.agent, action="values read by pattern", args=found)
         return self._apply_extracted(found, names, frame, ctx, by_pattern=True)
+
+    # ---- ABL GATHER: corrections, validation, system variables --------------------------
+
+    def _correct(self, node: ListenNode, frame: Frame, ctx: TurnContext,
+                 graph: StepGraph) -> tuple[bool, Outcome | None]:
+        """CORRECTIONS: the message changes a value gathered before ("actually 4 guests", "no, make it
+        Friday"). Worded as a correction, it is read for the fields already set (by patterns, then by
+        the model for `llm` / `hybrid` when one is configured); changed values are written, the fields
+        that depend on them (depends_on) cleared, and the flow goes back to the step that gathers
+        them (which asks for what is now missing and goes on from there), or shows the current step again. Returns whether it was a correction,
+        and the outcome."""
+        from frontdesk.runtime.extract import named_fields, says_correction
+
+        message = ctx.input.text or ""
+        if not says_correction(message):
+            return False, None
+        values = ctx.values(frame.agent)
+        given = [n for n in node.corrects if values.get(n) is not None]
+        if not given:
+            return False, None
+        rules = ctx.program.agents[frame.agent].rules
+        fields = {f.name: f for f in rules.gather}
+        named = named_fields(message, given)
+        # a yes/no field is corrected only when the message names it ("no" answers the question)
+        candidates = named or [n for n in given if fields.get(n) is None or fields[n].type != "boolean"]
+        found = self._pattern_values(candidates, frame, ctx, message)
+        by = "pattern"
+        # the model reads a correction only for fields whose GATHER lets it (llm, hybrid)
+        by_model = [n for n in candidates if next((x.strategy for x in graph.nodes.values() if isinstance(x, ListenNode)
+                                                   and n in x.extracts), node.strategy) != "pattern"]
+        if not found and ctx.llm is not None and by_model:
+            candidates = by_model
+            agent = ctx.program.agents[frame.agent]
+            request = prompts.understand_request(agent, [], [], candidates, ctx.state.history,
+                                                 ctx.program.settings.history_window)
+            try:
+                response = ctx.complete(request, frame.agent)
+                call = response.tool_calls[0].arguments if response.tool_calls else {}
+            except LLMError as exc:
+                ctx.log.emit("error", frame.agent, where="correction", message=str(exc))
+                call = {}
+            args = call.get("args") if isinstance(call.get("args"), dict) else {}
+            found = {k: v for k, v in args.items() if k in candidates and v not in (None, "")}
+            by = "llm"
+        changed = {n: v for n, v in found.items() if v != values.get(n)}
+        if not changed:
+            return False, None
+        invalidated: list[str] = []
+        for name, value in changed.items():
+            ctx.write(frame.agent, name, value, frame.agent, why="corrected by the user")
+        queue = list(changed)
+        while queue:  # fields that depend on a corrected one, and on those, are asked again
+            name = queue.pop(0)
+            for f in rules.gather:
+                if name in f.depends_on and f.name not in changed and f.name not in invalidated:
+                    invalidated.append(f.name)
+                    queue.append(f.name)
+                    ctx.write(frame.agent, f.name, None, frame.agent, why=f"depends on {name}, which was corrected")
+        ctx.log.emit("gather_correction", frame.agent, by=by, invalidated=invalidated,
+                     fields={n: {"from": values.get(n), "to": v} for n, v in changed.items()})
+        gave_up = self._validate(changed, node, frame, ctx)
+        self._note_gathered(frame, ctx)
+        if isinstance(gave_up, Outcome):
+            return True, gave_up
+        if gave_up:
+            return True, None
+        if node.extracts:  # a GATHER question: check the fields again, asking for what is missing
+            frame.data.node = node.next
+            return True, None
+        # back to the step that gathers it: what follows from it (a search, a price) runs again
+        target = next((self._step_gathering(n, graph) for n in [*invalidated, *changed]
+                       if self._step_gathering(n, graph)), None)
+        target = target or frame.data.step
+        if target is None:
+            frame.data.node = node.next
+            return True, None
+        self._reasons[(ctx.state.session_id, frame.id)] = "correction"
+        frame.data.node = target
+        return True, None
+
+    @staticmethod
+    def _step_gathering(name: str, graph: StepGraph) -> str | None:
+        """The FLOW step whose GATHER asks for the field (node ids start with the step's name)."""
+        for node in graph.nodes.values():
+            if isinstance(node, ListenNode) and name in node.extracts:
+                step = node.id.split(".", 1)[0]
+                if step in graph.labels:
+                    return step
+        return None
+
+    def _validate(self, new: dict[str, Any], node: ListenNode, frame: Frame,
+                  ctx: TurnContext) -> Outcome | bool | None:
+        """Typed validation of values just gathered (pattern, range, enum, custom, llm). A value that
+        fails is cleared, the user is told why and asked again; `_validation_retries` counts failures per
+        field, and past the check's `max_retries` (3 by default) the step's ON_FAIL runs, or else the
+        agent gives up with its fallback. Returns the outcome of giving up, True when the flow goes
+        on at ON_FAIL, None when nothing gave up."""
+        rules = ctx.program.agents[frame.agent].rules
+        fields = {f.name: f for f in rules.gather} if rules else {}
+        for name, value in new.items():
+            field = fields.get(name)
+            if field is None or not field.validations:
+                continue
+            for check in field.validations:
+                ok, kept = self._check(check, field, value, frame, ctx)
+                if ok:
+                    if kept != value:
+                        ctx.write(frame.agent, name, kept, frame.agent, why=f"as {check.kind} validation keeps it")
+                        value = kept
+                    continue
+                retries = dict(ctx.state.system.get("_validation_retries") or {})
+                retries[name] = int(retries.get(name, 0)) + 1
+                ctx.state.system["_validation_retries"] = retries
+                ctx.write(frame.agent, name, None, frame.agent, why=f"failed its {check.kind} validation")
+                limit = check.max_retries if check.max_retries is not None else DEFAULT_VALIDATION_RETRIES
+                ctx.log.emit("gather_validation", frame.agent, field=name, kind=check.kind, rule=check.rule,
+                             value=value, retries=retries[name], max_retries=limit)
+                if retries[name] > limit:
+                    ctx.log.emit("step", frame.agent, action="validation retries exhausted", field=name)
+                    why = f"{name} failed validation {retries[name]} times"
+                    if node.on_invalid is not None:
+                        frame.data.node = node.on_invalid
+                        self._reasons[(ctx.state.session_id, frame.id)] = why
+                        return True  # the flow goes on at the step's ON_FAIL
+                    return self._validation_error(frame, ctx, why)
+                text = check.error or str(field.extra.get("retry_prompt") or "") or \
+                    f"That doesn't look like a valid {name.replace('_', ' ')}."
+                ctx.say(frame.agent, text, frame)
+                break
+        return None
+
+    @staticmethod
+    def _validation_error(frame: Frame, ctx: TurnContext, why: str) -> Outcome | bool:
+        """Validation retries ran out and the step has no ON_FAIL: the agent's ON_ERROR
+        `validation_error` (or `default`) handler says its words and escalates or goes to its step;
+        with none, the fallback policy ends the agent."""
+        rules = ctx.program.agents[frame.agent].rules
+        handler = next((h for name in ("validation_error", "default") for h in rules.on_error if h.on == name), None)
+        if handler is None:
+            return apply_fallback(ctx, frame, reason=why, final=True)
+        action = handler.action
+        ctx.log.emit("step", frame.agent, action="error handled", handler=handler.on, reason=why)
+        if action.respond is not None:
+            ctx.say(frame.agent, ctx.render(action.respond, frame.agent, frame), frame)
+        if action.escalate:
+            return Outcome.escalate(action.escalate_reason or why)
+        graph = graph_of(ctx, frame)
+        if action.goto and graph is not None:
+            target = "__complete" if action.goto.upper() == "COMPLETE" else action.goto
+            if target in graph.nodes:
+                frame.data.node = target
+                return True
+        return Outcome.done("error", why)
+
+    def _check(self, check, field, value: Any, frame: Frame, ctx: TurnContext) -> tuple[bool, Any]:
+        from frontdesk.runtime.extract import check_value
+
+        if check.kind in ("pattern", "range", "enum"):
+            return check_value(check.kind, check.rule, value, field.options)
+        if check.kind == "custom":
+            tool = check.rule.strip()
+            if tool in ctx.program.tools:  # a tool that judges the value: success and not valid: false
+                result = ctx.call_tool(tool, {field.name: value}, frame.agent, frame)
+                valid = result.args.get("valid", result.value if isinstance(result.value, bool) else True)
+                return result.status == "success" and not result.error and bool(valid), value
+            if check.expr is None:
+                return True, value
+            return is_true(self._eval(check.expr, frame, ctx)), value
+        return self._llm_valid(check, field, value, frame, ctx), value
+
+    def _llm_valid(self, check, field, value: Any, frame: Frame, ctx: TurnContext) -> bool:
+        """An `llm` validation: the model judges the value by the rule's words. With no model, or when
+        the call fails, the value is kept (the trace says it was not checked)."""
+        from frontdesk.llm.base import ChatMessage, LLMRequest, ToolSchema
+
+        if ctx.llm is None:
+            ctx.log.emit("step", frame.agent, action="llm validation not checked: no model", field=field.name)
+            return True
+        tool = ToolSchema(name="validate", description="Say whether the value meets the rule.",
+                          parameters={"type": "object", "required": ["valid"],
+                                      "properties": {"valid": {"type": "boolean"}, "reason": {"type": "string"}}})
+        request = LLMRequest(purpose="other", tools=[tool], tool_choice="validate", messages=[
+            ChatMessage(role="system", content=f"Check a value the user gave for '{field.name}'. Rule: {check.rule}"),
+            ChatMessage(role="user", content=str(value))])
+        try:
+            response = ctx.complete(request, frame.agent)
+        except LLMError as exc:
+            ctx.log.emit("error", frame.agent, where="validation", message=str(exc))
+            return True
+        call = response.tool_calls[0].arguments if response.tool_calls else {}
+        return bool(call.get("valid", True))
+
+    def _note_gathered(self, frame: Frame, ctx: TurnContext) -> None:
+        """8.8 all_fields_gathered: every GATHER field that must be asked for (required, or active
+        progressive / when) has a value."""
+        rules = ctx.program.agents[frame.agent].rules
+        values = ctx.values(frame.agent)
+        done = True
+        for f in rules.gather:
+            if not f.required or values.get(f.name) is not None:
+                continue
+            if f.activation == "progressive" and not all(values.get(d) not in (None, False) for d in f.depends_on):
+                continue
+            if f.activation == "when" and isinstance(f.when, ExprCondition) and \
+                    not is_true(self._eval(f.when.expr, frame, ctx)):
+                continue
+            done = False
+            break
+        ctx.state.system["all_fields_gathered"] = done
+
+    def _match_groups(self, expr, frame: Frame, ctx: TurnContext) -> dict[str, Any] | None:
+        """The capture groups of the first `matches` test in the condition that matches: match.0 (the
+        whole match), match.1, ..., and named groups (8.8)."""
+        import re
+
+        for call in _matches_calls(expr):
+            subject = self._eval(call.args[0], frame, ctx)
+            pattern = self._eval(call.args[1], frame, ctx)
+            if subject is None or pattern is None:
+                continue
+            try:
+                found = re.search(str(pattern), str(subject))
+            except re.error:
+                continue
+            if found is None:
+                continue
+            groups: dict[str, Any] = {"0": found.group(0)}
+            for i, g in enumerate(found.groups(), start=1):
+                groups[str(i)] = g
+            groups.update(found.groupdict())
+            return groups
+        return None
+
+    @staticmethod
+    def _choose_by_words(branch: BranchNode, frame: Frame, ctx: TurnContext) -> str | None:
+        """An ABL intent (a DIGRESSION or SUB_INTENT) whose words the message all uses ("help",
+        "change dates" in "can I change the dates?"), with no model."""
+        import re
+
+        words = set(re.findall(r"[a-z0-9]+", (ctx.input.text or "").lower()))
+        small = {"a", "an", "the", "to", "of", "for", "my", "me", "i"}
+        for key, examples in claims_choices(branch):
+            for example in examples:
+                needed = {w for w in re.findall(r"[a-z0-9]+", example.lower()) if w not in small}
+                if needed and needed <= words:
+                    frame.data.decided_by[branch.id] = "words"
+                    ctx.log.emit("step", frame.agent, action="intent matched by its words", node=branch.id,
+                                 choice=key, intent=example)
+                    return key
+        return None
+
+    def _whole_answer(self, names: list[str], frame: Frame, ctx: TurnContext) -> dict[str, Any]:
+        """With no model to read it, a short answer to an ABL GATHER question for a text field (no options,
+        no pattern) is the value: "Paris", "to Lisbon please" -> Lisbon."""
+        import re
+
+        rules = ctx.program.agents[frame.agent].rules
+        asked = re.search(r"\.ask_(\w+?)_\d+$", frame.data.last_say or "")
+        if rules is None or asked is None or asked.group(1) not in names:
+            return {}
+        field = next((f for f in rules.gather if f.name == asked.group(1)), None)
+        if field is None or field.type != "string" or field.options or \
+                any(v.kind == "pattern" for v in field.validations):
+            return {}
+        text = (ctx.input.text or "").strip()
+        text = re.sub(r"^(?:(?:i'?d like|i would like|i want|i'?m looking|i need)\s+(?:to\s+)?(?:go|stay|travel|book)?"
+                      r"\s*(?:to|in|at)?|(?:it'?s|it is|that'?s|my \w+ is|to|in|at)\b)\s*", "", text, flags=re.IGNORECASE)
+        text = re.sub(r"\s*(?:,?\s*please|,?\s*thanks?(?: you)?)?[.!?]*$", "", text, flags=re.IGNORECASE).strip()
+        if not text or len(text.split()) > 6:
+            return {}
+        return self._apply_extracted({field.name: text}, names, frame, ctx, by_pattern=True)
 
     def _reject_earlier_answer(self, node: ListenNode, frame: Frame, ctx: TurnContext) -> None:
         """The flow came back to a question it already asked: the values read from the earlier
@@ -364,6 +736,12 @@ class FlowExecutor:
         if node.target_kind == "tool":
             escalated = ctx.state.status == "escalated"
             result = ctx.call_tool(node.target, args, frame.agent, frame)
+            if result.failure is not None and result.failure.kind == "awaiting_confirmation":
+                frame.waiting = True  # the user was asked to approve it: this CALL runs again with the answer
+                return Outcome.wait()
+            if ctx.program.agents[frame.agent].rules is not None:  # 8.8 tool_failures: consecutive failures
+                failed = result.status == "error" or bool(result.error)
+                ctx.state.system["tool_failures"] = int(ctx.state.system.get("tool_failures", 0)) + 1 if failed else 0
             if ctx.state.status == "escalated" and not escalated:
                 frame.data.node = node.next  # an error handler handed the conversation to a person
                 return Outcome.escalate(f"{node.target} failed")
@@ -401,10 +779,16 @@ class FlowExecutor:
         for index, case in enumerate(node.cases, start=1):
             cond = case.condition
             if isinstance(cond, ExprCondition):
+                # Pure: conditions read the state as it is and change nothing; the first that holds
+                # wins, and only then are its effects applied (the `match` groups, then its block).
                 value = self._eval(cond.expr, frame, ctx)
                 result = is_true(value)
                 ctx.log.emit("condition_evaluated", frame.agent, node=node.id, condition=cond.source,
                              result=result, by="expression")
+                if result and ctx.program.agents[frame.agent].rules is not None:
+                    groups = self._match_groups(cond.expr, frame, ctx)
+                    if groups is not None:
+                        ctx.state.system["match"] = groups
             else:
                 result = decision == str(index)
                 ctx.log.emit("condition_evaluated", frame.agent, node=node.id, condition=cond.source,
@@ -456,3 +840,25 @@ def claims_choices(branch: BranchNode) -> list[tuple[str, list[str]]]:
         for i, case in enumerate(branch.cases, start=1)
         if isinstance(case.condition, ClaimsCondition)
     ]
+
+
+def _matches_calls(expr) -> list:
+    """The `matches` tests (MATCHES calls) in an expression, in reading order."""
+    from pydantic import BaseModel
+
+    from frontdesk.ir.expr import Call
+
+    out: list = []
+
+    def walk(value) -> None:
+        if isinstance(value, Call) and value.fn == "MATCHES" and len(value.args) == 2:
+            out.append(value)
+        if isinstance(value, BaseModel):
+            for name in type(value).model_fields:
+                walk(getattr(value, name))
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    walk(expr)
+    return out

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from frontdesk.ir.models import Agent, KnowledgeAgent, ReasoningAgent, ToolDef
@@ -38,6 +39,15 @@ TO_FIELD = "to"  # hand_back: the agent beside it that the message is for
 DELEGATE_PREFIX = "delegate_to_"  # + agent: call an agent and get its result (ABL DELEGATE)
 TRANSFER_PREFIX = "transfer_to_"  # + agent: hand the conversation over (ABL HANDOFF)
 ESCALATE_TOOL = "escalate_to_human"  # hand the conversation to a person (ABL ESCALATE)
+# ABL's system tools (abl-core-concepts "System Tools"), by the names the spec gives them. An ABL agent is
+# offered `complete`, `escalate` and `fan_out`; `handoff` and `delegate` (with an `agent` argument) are
+# accepted as other names of its transfer_to_<agent> and delegate_to_<agent> tools.
+COMPLETE_TOOL = "complete"  # = finish
+ABL_ESCALATE_TOOL = "escalate"  # = escalate_to_human
+HANDOFF_TOOL = "handoff"  # {agent} = transfer_to_<agent>
+DELEGATE_TOOL = "delegate"  # {agent, input} = delegate_to_<agent>
+FAN_OUT_TOOL = "fan_out"  # {tasks: [{agent, input}]}: several delegations, results together
+SUMMARY_PURPOSE = "summarize"
 
 
 # A routing or understanding decision is about the latest message: the messages just before it (the
@@ -188,23 +198,95 @@ def understand_request(
     return _request("understand", plan, tools=[tool], tool_choice=UNDERSTAND_TOOL)
 
 
-def reasoning_plan(agent: ReasoningAgent, values: dict[str, Any], messages: list[ChatMessage]) -> PromptPlan:
+@dataclass
+class AgentContext:
+    """What an ABL agent's system prompt shows besides its transcript (abl-core-concepts "How Agents
+    Execute": GOAL, PERSONA, LIMITATIONS, INSTRUCTIONS, the active behaviour profiles, the data gathered
+    and still needed, and the session memory it may read). Built per step by the reasoning executor."""
+
+    goal: str = ""
+    persona: str = ""
+    limitations: list[str] = field(default_factory=list)
+    instructions: str = ""
+    profiles: list[tuple[str, str]] = field(default_factory=list)  # (name, instructions) by priority
+    known: list[tuple[str, Any]] = field(default_factory=list)  # gathered fields and their values
+    needed: list[tuple[str, str, str]] = field(default_factory=list)  # (field, type, prompt) still unset
+    memory: list[tuple[str, Any]] = field(default_factory=list)  # session / persistent values it may read
+    hidden_tools: list[str] = field(default_factory=list)  # TOOLS_HIDE of the active profiles
+    fields: list[Any] = field(default_factory=list)  # the GatherFields it collects (typed set_args)
+    can_fan_out: bool = False
+
+
+def _shown(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str) if value is not None else "(unknown)"
+
+
+def _summary_part(summary: str) -> Maybe:
+    header = Fixed("SUMMARY_HEADER", "Summary of the earlier conversation (older messages were compacted):")
+    return Maybe("sys.conversation_summary", [header, Value("sys.conversation_summary", "")],
+                 present=bool(summary), parts=[header, Value("sys.conversation_summary", summary)])
+
+
+def _listing(cond: str, header: Fixed, path: str, idx: str, lines: list[str], comment: str = "") -> Maybe:
+    return Maybe(cond, [header, Each(idx.strip("[]"), cond, [Value(path, "", idx, comment=comment)])],
+                 present=bool(lines),
+                 parts=[header, Each(idx.strip("[]"), cond, [], [[Value(path, line, idx)] for line in lines])])
+
+
+def _abl_system(agent: ReasoningAgent, about: AgentContext, summary: str) -> Message:
+    goal = f"Goal: {about.goal}" if about.goal else ""
+    needed_text = (f"Still needed (ask for them naturally, several in one question is fine; whenever the user "
+                   f"gives values, record all of them in one {SET_ARGS_TOOL} call):")
+    return Message("system", [
+        Maybe("sys.agent.goal", [Value("sys.agent.goal", "", comment="GOAL")], present=bool(goal),
+              parts=[Value("sys.agent.goal", goal)]),
+        Maybe("sys.agent.persona", [Value("sys.agent.persona", "", comment="PERSONA")], present=bool(about.persona),
+              parts=[Value("sys.agent.persona", about.persona)]),
+        _listing("sys.agent.limitations", Fixed("LIMITATIONS_HEADER", "Limitations:"), "sys.limitation", "[l]",
+                 [f"- {x}" for x in about.limitations], "LIMITATIONS, one per line"),
+        Maybe("sys.agent.instructions", [Value("sys.agent.instructions", "", comment="INSTRUCTIONS (and the step's)")],
+              present=bool(about.instructions), parts=[Value("sys.agent.instructions", about.instructions)]),
+        _listing("sys.active_profiles", Fixed("PROFILES_HEADER", "Active behaviour profiles (follow them):"),
+                 "sys.profile_instructions", "[p]", [f"- {n}: {t}" for n, t in about.profiles],
+                 "BEHAVIOR_PROFILES whose WHEN holds, highest priority first"),
+        _listing("sys.known_fields", Fixed("KNOWN_FIELDS_HEADER", "Already known:"), "sys.field_value", "[f]",
+                 [f"- {n}: {_shown(v)}" for n, v in about.known], "a gathered field and its value"),
+        _listing("sys.needed_fields", Fixed("NEEDED_FIELDS_HEADER", needed_text), "sys.field_prompt", "[f]",
+                 [f"- {n} ({t}): {p}" if p else f"- {n} ({t})" for n, t, p in about.needed],
+                 "a required field still unset, its type and its GATHER prompt"),
+        _listing("sys.session_memory", Fixed("MEMORY_HEADER", "Memory you may read:"), "sys.memory_value", "[v]",
+                 [f"- {n}: {_shown(v)}" for n, v in about.memory], "MEMORY session variables and persistent paths"),
+        _summary_part(summary),
+        Fixed("ABL_REASONING_RULES", f"When the goal is reached, call {COMPLETE_TOOL}. If the user wants something "
+                                     f"outside your task, call {HAND_BACK_TOOL}. Otherwise reply to the user."),
+    ])
+
+
+def reasoning_plan(agent: ReasoningAgent, values: dict[str, Any], messages: list[ChatMessage],
+                   about: AgentContext | None = None, summary: str = "") -> PromptPlan:
+    """One step of the tool-calling loop. `about` (ABL agents) gives the system prompt its sections;
+    without it (ADL agents) the agent's prompt and its arguments make it. `summary` stands for older
+    messages that were compacted out of the transcript."""
     def arg_line(k, v):
         shown = json.dumps(v, default=str) if v is not None else "(unknown)"
         return Value("sys.arg_value", f"- {k}: {shown}", "[arg]")
 
-    system = Message("system", [
-        Value("sys.agent.prompt", agent.instructions.strip(), comment="the agent's prompt"),
-        Maybe("sys.agent.args", [Fixed("ARGS_HEADER", "Arguments you keep track of (record a value as soon as "
-                                                       f"you learn it by calling {SET_ARGS_TOOL}):"),
-                                 Each("arg", "sys.agent.args", [Value("sys.arg_value", "", "[arg]")])],
-              present=bool(values),
-              parts=[Fixed("ARGS_HEADER", "Arguments you keep track of (record a value as soon as you learn it "
-                                          f"by calling {SET_ARGS_TOOL}):"),
-                     Each("arg", "sys.agent.args", [], [[arg_line(k, v)] for k, v in values.items()])]),
-        Fixed("REASONING_RULES", f"Task complete: call {FINISH_TOOL}. The user wants something outside your task: "
-                                 f"call {HAND_BACK_TOOL}. Otherwise reply to the user."),
-    ])
+    if about is not None:
+        system = _abl_system(agent, about, summary)
+    else:
+        system = Message("system", [
+            Value("sys.agent.prompt", agent.instructions.strip(), comment="the agent's prompt"),
+            Maybe("sys.agent.args", [Fixed("ARGS_HEADER", "Arguments you keep track of (record a value as soon as "
+                                                           f"you learn it by calling {SET_ARGS_TOOL}):"),
+                                     Each("arg", "sys.agent.args", [Value("sys.arg_value", "", "[arg]")])],
+                  present=bool(values),
+                  parts=[Fixed("ARGS_HEADER", "Arguments you keep track of (record a value as soon as you learn it "
+                                              f"by calling {SET_ARGS_TOOL}):"),
+                         Each("arg", "sys.agent.args", [], [[arg_line(k, v)] for k, v in values.items()])]),
+            _summary_part(summary),
+            Fixed("REASONING_RULES", f"Task complete: call {FINISH_TOOL}. The user wants something outside your task: "
+                                     f"call {HAND_BACK_TOOL}. Otherwise reply to the user."),
+        ])
     shape = [
         Message("user", [Value("env.user_message", "", "[m]")]),
         Message("assistant", [Value("resp.agent_message", "", "[m]", comment="a reply or tool calls")]),
@@ -221,6 +303,22 @@ def reasoning_plan(agent: ReasoningAgent, values: dict[str, Any], messages: list
     return PromptPlan(f"Reason_{agent.name}", "[@T.I]", [system, turns],
                       comment=f"{agent.name}: one step of the tool-calling loop (the transcript holds the "
                               "conversation so far, the agent's tool calls and their results)")
+
+
+def summary_plan(agent: Agent, transcript: str) -> PromptPlan:
+    """Context compaction: older messages of an agent's transcript summarised in a few lines."""
+    system = Message("system", [Fixed("SUMMARY_ROLE", (
+        "Summarise this part of a customer-service conversation in a few short lines for the assistant that "
+        "continues it: what the user wants, the facts and values given (names, numbers, dates, references), "
+        "what tools returned and what was promised or decided. Leave out greetings and small talk."))])
+    user = Message("user", [Value("sys.compacted_messages", transcript, "[@T]",
+                                  comment="the older messages, one line each")])
+    return PromptPlan(f"Summarize_{agent.name}", "[@T]", [system, user],
+                      comment=f"{agent.name}: context compaction, older messages summarised (no tools)")
+
+
+def summary_request(agent: Agent, transcript: str) -> LLMRequest:
+    return _request(SUMMARY_PURPOSE, summary_plan(agent, transcript))
 
 
 def _without_repeated_descriptions(parameters: dict[str, Any], seen: set[tuple[str, str]]) -> dict[str, Any]:
@@ -240,16 +338,54 @@ def _without_repeated_descriptions(parameters: dict[str, Any], seen: set[tuple[s
     return {**parameters, "properties": kept}
 
 
-def reasoning_tools(agent: ReasoningAgent, tools: dict[str, ToolDef], others: list[str] = ()) -> list[ToolSchema]:
+# How a GATHER field's type is offered to the model in set_args (the runtime checks the value again).
+FIELD_SCHEMA: dict[str, dict[str, Any]] = {
+    "string": {"type": "string"}, "number": {"type": "number"}, "integer": {"type": "integer"},
+    "boolean": {"type": "boolean"}, "date": {"type": "string", "description": "a date, YYYY-MM-DD"},
+    "datetime": {"type": "string", "description": "date and time, YYYY-MM-DDTHH:MM"},
+    "email": {"type": "string", "description": "an e-mail address"},
+    "phone": {"type": "string", "description": "a phone number"},
+}
+
+
+def field_schema(gather_field: Any) -> dict[str, Any]:
+    """The JSON schema set_args offers for one GATHER field: its type, its options, its prompt."""
+    schema = dict(FIELD_SCHEMA.get(gather_field.type, {}))
+    if gather_field.options:
+        schema["enum"] = list(gather_field.options)
+    if gather_field.prompt and "description" not in schema:
+        schema["description"] = gather_field.prompt
+    return schema
+
+
+def _returns_text(returns: dict[str, Any]) -> str:
+    """`Returns: covered (boolean), deductible (number).` from a tool's return schema ("" when it says nothing)."""
+    props = returns.get("properties") if isinstance(returns, dict) else None
+    if isinstance(props, dict) and props:
+        fields = ", ".join(f"{k} ({v.get('type', 'any')})" if isinstance(v, dict) else k for k, v in props.items())
+        return f"Returns: {fields}."
+    if isinstance(returns, dict) and returns.get("type") == "array":
+        return "Returns: a list."
+    return ""
+
+
+def reasoning_tools(agent: ReasoningAgent, tools: dict[str, ToolDef], others: list[str] = (),
+                    about: AgentContext | None = None) -> list[ToolSchema]:
     """The agent's tools and the built-in ones. `others` are the agents beside it under its router:
     `finish` and `hand_back` then name the one the user's message (or what is left of it) is for,
-    so the router hands it on without a routing call of its own."""
+    so the router hands it on without a routing call of its own. `about` (ABL agents): the system
+    tools get the spec's names (`complete`, `escalate`, `fan_out`), set_args is typed by the GATHER
+    fields, and tools the active behaviour profiles hide are left out."""
     out = []
     seen: set[tuple[str, str]] = set()
+    hidden = set(about.hidden_tools) if about is not None else set()
     for name in agent.tools:
         tdef = tools.get(name)
-        if tdef is not None:
-            out.append(ToolSchema(name=name, description=tdef.description,
+        if tdef is not None and name not in hidden:
+            about_tool = tdef.description
+            if about is not None and _returns_text(tdef.returns):  # ABL: what the signature says it returns
+                about_tool = (about_tool.rstrip(".") + ". " if about_tool else "") + _returns_text(tdef.returns)
+            out.append(ToolSchema(name=name, description=about_tool,
                                   parameters=_without_repeated_descriptions(tdef.json_schema(), seen)))
     for d in agent.delegates:
         out.append(ToolSchema(
@@ -257,6 +393,14 @@ def reasoning_tools(agent: ReasoningAgent, tools: dict[str, ToolDef], others: li
             description=(d.purpose or f"Ask {d.agent} and get its answer.")
             + (f" Returns: {', '.join(f'{k} ({v})' for k, v in d.returns.items())}." if d.returns else ""),
             parameters={"type": "object", "properties": {name: {} for name in d.inputs}},
+        ))
+    if about is not None and about.can_fan_out and agent.delegates:
+        out.append(ToolSchema(
+            name=FAN_OUT_TOOL,
+            description="Run several of your delegations at once; their results come back together.",
+            parameters={"type": "object", "required": ["tasks"], "properties": {"tasks": {
+                "type": "array", "items": {"type": "object", "required": ["agent"], "properties": {
+                    "agent": {"enum": [d.agent for d in agent.delegates]}, "input": {"type": "object"}}}}}},
         ))
     for h in agent.handoffs:
         out.append(ToolSchema(
@@ -266,13 +410,21 @@ def reasoning_tools(agent: ReasoningAgent, tools: dict[str, ToolDef], others: li
             parameters={"type": "object", "properties": {}},
         ))
     if agent.can_escalate:
-        out.append(ToolSchema(name=ESCALATE_TOOL, description="Hand the conversation to a human colleague.",
-                              parameters={"type": "object", "properties": {"reason": {"type": "string"}}}))
+        reason = {"reason": {"type": "string"}}
+        if about is not None:
+            out.append(ToolSchema(name=ABL_ESCALATE_TOOL, description="Hand the conversation to a human colleague.",
+                                  parameters={"type": "object", "properties": {
+                                      **reason, "priority": {"enum": ["low", "medium", "high", "critical"]}}}))
+        else:
+            out.append(ToolSchema(name=ESCALATE_TOOL, description="Hand the conversation to a human colleague.",
+                                  parameters={"type": "object", "properties": reason}))
     if agent.args:
+        typed = {f.name: f for f in about.fields} if about is not None else {}
         out.append(ToolSchema(
             name=SET_ARGS_TOOL,
-            description="Record argument values.",
-            parameters={"type": "object", "properties": {a.name: {} for a in agent.args}},
+            description="Record the values the user gave (several at once)." if typed else "Record argument values.",
+            parameters={"type": "object", "properties": {
+                a.name: field_schema(typed[a.name]) if a.name in typed else {} for a in agent.args}},
         ))
     finish: dict[str, Any] = {"status": {"enum": ["success", "error"]}, "message": {"type": "string"}}
     if others:
@@ -282,22 +434,24 @@ def reasoning_tools(agent: ReasoningAgent, tools: dict[str, ToolDef], others: li
     else:
         finish[REST_FIELD] = {"type": "string"}
         finish_about = f"End your task. {REST_FIELD}: what the user's last message asks beyond it (\"\" if nothing)."
-    out.append(ToolSchema(name=FINISH_TOOL, description=finish_about,
+    out.append(ToolSchema(name=COMPLETE_TOOL if about is not None else FINISH_TOOL, description=finish_about,
                           parameters={"type": "object", "properties": finish}))
     out.append(ToolSchema(
         name=HAND_BACK_TOOL,
         description="The user wants something outside your task" + (
-            f"; {TO_FIELD}: whose task it is (one of finish's {NEXT_FIELD} agents)." if others else "."),
+            f"; {TO_FIELD}: whose task it is (one of {COMPLETE_TOOL if about is not None else FINISH_TOOL}'s "
+            f"{NEXT_FIELD} agents)." if others else "."),
         parameters={"type": "object", "properties": {TO_FIELD: {"type": "string"}} if others else {}},
     ))
     return out
 
 
 def reasoning_request(agent: ReasoningAgent, values: dict[str, Any], messages: list[ChatMessage],
-                      tools: dict[str, ToolDef], talk_only: bool = False, others: list[str] = ()) -> LLMRequest:
+                      tools: dict[str, ToolDef], talk_only: bool = False, others: list[str] = (),
+                      about: AgentContext | None = None, summary: str = "") -> LLMRequest:
     """One step of an LLM agent; `talk_only` (no user message yet) offers it no tools at all."""
-    offered = [] if talk_only else reasoning_tools(agent, tools, others)
-    return _request("reason", reasoning_plan(agent, values, messages), tools=offered)
+    offered = [] if talk_only else reasoning_tools(agent, tools, others, about)
+    return _request("reason", reasoning_plan(agent, values, messages, about, summary), tools=offered)
 
 
 def kb_answer_plan(agent: Agent, question: str, passages_text: str, earlier: list[ChatMessage],

@@ -9,6 +9,7 @@ from frontdesk.ir.models import ReasoningAgent
 from frontdesk.llm.base import ChatMessage, LLMError, ToolCall
 from frontdesk.runtime import prompts
 from frontdesk.runtime.context import ChildResult, Outcome, TurnContext
+from frontdesk.runtime.events import register_event_type
 from frontdesk.runtime.policies import (
     clear_topic_switch,
     new_frame,
@@ -16,8 +17,24 @@ from frontdesk.runtime.policies import (
     switch_candidates,
 )
 from frontdesk.runtime.state import Frame, ReasoningData
+from frontdesk.runtime.tools.confirmation import waiting as confirmation_waiting
+
+register_event_type("max_iterations_exceeded", "a reasoning agent's loop hit its iteration limit; a fallback "
+                    "reply was said", ("limit",))
+register_event_type("context_compacted", "older messages of an agent's transcript were summarised so the "
+                    "request fits the model's context", ("before_tokens", "after_tokens", "messages", "by"))
+register_event_type("fan_out.started", "a reasoning agent started several delegations at once", ("tasks",))
+register_event_type("fan_out.completed", "the delegations of a fan_out ended; their results go back together",
+                    ("results",))
+register_event_type("reasoning_offline", "with no model, a reasoning agent asked, read or ran what it could by "
+                    "itself", ("action",))
 
 APOLOGY = "Sorry, something went wrong on my side. Let's try that again in a moment."
+ITERATION_FALLBACK = ("Sorry, I could not work that out just now. Could you tell me again, in other words, what "
+                      "you need?")
+NO_MODEL_REPLY = "I can't help with that here: no language model is configured for me."
+DEFAULT_MAX_ITERATIONS = 10  # ABL (spec 7.11): EXECUTION max_iterations when not given
+DEFAULT_CONTEXT_TOKENS = 32000  # the token budget of one reasoning request, unless EXECUTION / config say
 UNASKED_TOOL = "error: the user has not asked for anything yet; greet them and ask how you can help"
 IDLE_FINISH = ("error: nothing of your task is done yet, so it cannot be finished; reply to the user, call one of "
                "your tools, or call hand_back if the message is not for you")
@@ -46,10 +63,18 @@ class ReasoningExecutor:
             # A new agent sees the conversation so far, the turn's message included where it was said.
             frame.started = True
             window = ctx.program.settings.history_window
-            frame.data.messages = [m.model_dump(exclude_none=True)
-                                   for m in prompts.history_messages(ctx.state.history, window)]
+            if not frame.data.messages:  # a supervisor's CONTEXT.history may have given it its start
+                frame.data.messages = [m.model_dump(exclude_none=True)
+                                       for m in prompts.history_messages(ctx.state.history, window)]
             if agent.setup is not None:
                 return Outcome.call(setup_frame(ctx, agent))
+        if frame.waiting and frame.data.pending and confirmation_waiting(ctx, frame, this_turn=False):
+            # A tool call waits for the user's approval: the loop goes on at it, and the call reads
+            # this message as the answer (tools/confirmation.py); a message that is no answer follows.
+            frame.waiting = False
+            frame.data.iterations = 0
+            frame.data.answer["confirming"] = True
+            return self._loop(agent, frame, ctx)
         new_message = False
         if inp.available_to(frame):
             if inp.is_open and frame.waiting:
@@ -83,6 +108,15 @@ class ReasoningExecutor:
         result = {"status": child.status if child.kind == "done" else "not finished", "message": child.message}
         if child.value:
             result["values"] = child.value
+            declared = next((d.returns for d in getattr(ctx.program.agents.get(frame.agent), "delegates", [])
+                             if d.agent == child.agent), None)
+            if declared and any(k in child.value for k in declared):  # DELEGATE RETURNS: the declared fields
+                result["values"] = {k: child.value.get(k) for k in declared}
+        if data.awaiting_tool == prompts.FAN_OUT_TOOL and data.fan_out:
+            # one task of a fan_out: its result waits for the others; the call answers with them all
+            data.fan_out.setdefault("results", []).append({"agent": child.agent, **result})
+            data.awaiting = None
+            return
         data.messages.append({"role": "tool", "tool_call_id": data.awaiting, "name": data.awaiting_tool,
                               "content": json.dumps(result, ensure_ascii=False, default=str)})
         data.awaiting = None
@@ -96,13 +130,18 @@ class ReasoningExecutor:
             outcome = self._completed(agent, frame, ctx, self._answer(agent, frame, ctx, others))
             if outcome is not None:
                 return outcome
-        while data.iterations < agent.max_iterations:
+        about = agent_context(ctx, agent, frame)
+        if not ctx.llm_classifies and about is not None and not data.pending:
+            # No model, or one too small to reason (the local SmolLM2): an ABL agent asks for its
+            # fields, reads them by pattern, runs its read-only tools and completes, offline.
+            return self._completed(agent, frame, ctx, self._offline(agent, frame, ctx, about))
+        limit = iteration_limit(ctx, agent)
+        while data.iterations < limit:
             data.iterations += 1
-            messages = [ChatMessage.model_validate(m) for m in recent(data.messages, TRANSCRIPT_LIMIT)]
+            about = agent_context(ctx, agent, frame)  # what it knows changes as its tools run
             # Before the user has said anything the agent may only talk: no tool runs unasked.
             unasked = not any(m.get("role") == "user" for m in data.messages)
-            request = prompts.reasoning_request(agent, ctx.values(agent.name), messages, ctx.program.tools,
-                                                talk_only=unasked, others=others)
+            request = self._request(agent, frame, ctx, about, others, unasked)
             try:
                 response = ctx.complete(request, agent.name)
             except LLMError as exc:
@@ -115,16 +154,137 @@ class ReasoningExecutor:
                 ctx.say(agent.name, response.content or "", frame)
                 frame.waiting = True
                 return self._completed(agent, frame, ctx, Outcome.wait())
-            data.pending = [c.model_dump() for c in response.tool_calls]
+            calls = [canonical_call(c, agent) for c in response.tool_calls]
+            data.pending = [c.model_dump() for c in calls]
             data.answer = {"content": response.content or "", "unasked": unasked,
-                           "idle": self._finishes_idle(response.tool_calls, frame) and not data.refused_finish,
-                           "only_set_args": all(c.name == prompts.SET_ARGS_TOOL for c in response.tool_calls)}
+                           "idle": self._finishes_idle(calls, frame) and not data.refused_finish,
+                           "only_set_args": all(c.name == prompts.SET_ARGS_TOOL for c in calls)}
             outcome = self._completed(agent, frame, ctx, self._answer(agent, frame, ctx, others))
             if outcome is not None:
                 return outcome
-        ctx.log.emit("error", agent.name, where="reasoning",
-                     message=f"no answer after {agent.max_iterations} model calls")
-        ctx.say(agent.name, APOLOGY, frame)
+        return self._too_many(agent, frame, ctx, limit, about)
+
+    def _offline(self, agent: ReasoningAgent, frame: Frame, ctx: TurnContext, about) -> Outcome:
+        """An ABL reasoning agent with no model configured does what it can by itself: it reads the
+        user's message for its fields by pattern (the whole message for the text field it asked for),
+        asks for the first field still needed with its GATHER prompt, then runs the read-only tools its
+        own INSTRUCTIONS name whose inputs are known, and completes."""
+        from frontdesk.runtime import extract
+
+        fields = gather_fields(ctx.program, agent)
+        asked = frame.locals.get("_offline_asked")
+        if ctx.input.taken_by(frame) and ctx.input.text and fields:
+            text = ctx.input.text
+            missing = missing_fields(ctx, agent, fields)
+            found = extract.extract_values(
+                text, {f.name: f.type for f in missing}, now=ctx.eval_env.clock(),
+                options={f.name: list(f.options) for f in missing if f.options},
+                patterns={f.name: v.rule for f in missing for v in f.validations if v.kind == "pattern"})
+            target = fields.get(asked) if asked else None
+            if target is not None and target.name not in found and target.type == "string" and \
+                    not any(v.kind == "pattern" for v in target.validations):
+                found[target.name] = text.strip()  # the answer to the question asked, in the user's words
+            if found:
+                record_fields(ctx, agent, found, fields, by="pattern")
+        missing = missing_fields(ctx, agent, fields)
+        if missing:
+            f = missing[0]
+            frame.locals["_offline_asked"] = f.name
+            ctx.log.emit("reasoning_offline", agent.name, action="ask", field=f.name)
+            ctx.say(agent.name, f.prompt or f"What is the {f.name.replace('_', ' ')}?", frame)
+            frame.waiting = True
+            return Outcome.wait()
+        own = about.instructions.split("This step (", 1)[-1]
+        ran = frame.locals.setdefault("_offline_ran", [])
+        for name in agent.tools:
+            tdef = ctx.program.tools.get(name)
+            if tdef is None or name in ran or name in about.hidden_tools or name not in own:
+                continue
+            if tdef.confirmation is not None and tdef.confirmation.side_effects:
+                continue  # nothing that changes the world runs without someone deciding it
+            args = {}
+            for param in tdef.params:
+                value = ctx.values(agent.name).get(param.name)
+                if value is None:
+                    value = ctx.read(_field_ref(param.name), agent.name)
+                if value is not None:
+                    args[param.name] = value
+            if any(p.required and p.name not in args for p in tdef.params):
+                continue
+            ran.append(name)
+            ctx.log.emit("reasoning_offline", agent.name, action="tool", tool=name)
+            ctx.call_tool(name, args, agent.name, frame)
+        if not fields and not ran:
+            # nothing it can do by itself (no field to ask for, no tool its instructions name): it says
+            # so, and stays for the user rather than ending the conversation
+            frame.waiting = True
+            if not ctx.input.taken_by(frame):
+                return Outcome.wait()  # nobody has asked anything yet
+            rules = owner_rules(ctx.program, agent)
+            ctx.log.emit("reasoning_offline", agent.name, action="cannot answer")
+            ctx.say(agent.name, (rules.messages.get("no_model") if rules is not None else None) or NO_MODEL_REPLY,
+                    frame)
+            frame.waiting = True
+            return Outcome.wait()
+        ctx.log.emit("reasoning_offline", agent.name, action="complete")
+        outcome = self._completed(agent, frame, ctx, Outcome.wait())
+        if outcome is not None and outcome.kind == "done":
+            return outcome
+        frame.waiting = False
+        return Outcome.done("success", "completed without a model", value=ctx.values(agent.name))
+
+    def _request(self, agent: ReasoningAgent, frame: Frame, ctx: TurnContext, about, others: list[str],
+                 unasked: bool):
+        """The request of one loop step. When it would overflow the model's context (the token budget),
+        older messages are summarised first and only the summary and the recent ones are sent."""
+        data: ReasoningData = frame.data  # type: ignore[assignment]
+
+        def build():
+            sent = data.messages[data.compacted:]
+            window = recent(sent, TRANSCRIPT_LIMIT)
+            messages = [ChatMessage.model_validate(m) for m in window]
+            built = prompts.reasoning_request(agent, ctx.values(agent.name), messages, ctx.program.tools,
+                                              talk_only=unasked, others=others, about=about, summary=data.summary)
+            if not unasked:  # HANDOFF RETURN: true under a supervisor: __return_to_parent__ (ABL 3.10)
+                from frontdesk.runtime.routing import return_to_parent_tools
+
+                built.tools.extend(return_to_parent_tools(ctx, frame))
+            return built
+
+        request = build()
+        budget = context_budget(ctx, agent)
+        before = request_tokens(request)
+        if before <= budget:
+            return request
+        # what the system prompt and the tools take is fixed: the transcript may use half of the rest
+        transcript = sum(estimate_tokens(str(m.get("content") or "")) + 4 for m in data.messages[data.compacted:])
+        room = max(0, budget - max(0, before - transcript))
+        cut = compaction_cut(data.messages, data.compacted, room // 2)
+        if cut <= data.compacted:
+            return request  # nothing older left to fold: the recent messages alone are too long
+        folded = data.messages[data.compacted:cut]
+        summary, by = summarise(ctx, agent, data.summary, folded)
+        data.summary, data.compacted = summary, cut
+        request = build()
+        ctx.log.emit("context_compacted", agent.name, before_tokens=before, after_tokens=request_tokens(request),
+                     messages=len(folded), by=by, budget=budget, kept=len(data.messages) - cut)
+        return request
+
+    def _too_many(self, agent: ReasoningAgent, frame: Frame, ctx: TurnContext, limit: int, about) -> Outcome:
+        """The loop ran `limit` model calls without an answer for the user: a fallback reply. An ABL
+        agent then waits for the user (spec: the platform intervenes with a fallback response); an ADL
+        agent ends with an error, as its caller's policies expect."""
+        data: ReasoningData = frame.data  # type: ignore[assignment]
+        data.pending, data.answer = [], {}
+        rules = owner_rules(ctx.program, agent)
+        text = (rules.messages.get("max_iterations") if rules is not None else None) or (
+            ITERATION_FALLBACK if about is not None else APOLOGY)
+        ctx.log.emit("max_iterations_exceeded", agent.name, limit=limit, reply=text)
+        ctx.log.emit("error", agent.name, where="reasoning", message=f"no answer after {limit} model calls")
+        ctx.say(agent.name, text, frame)
+        if about is not None:
+            frame.waiting = True
+            return Outcome.wait()
         return Outcome.done("error", "iteration limit reached")
 
     @staticmethod
@@ -166,6 +326,8 @@ class ReasoningExecutor:
         unasked = bool(answer.get("unasked"))
         while data.pending:
             call = ToolCall.model_validate(data.pending.pop(0))
+            if call.name == "__return_to_parent__":  # the supervisor's digression tool: a hand_back
+                call = call.model_copy(update={"name": prompts.HAND_BACK_TOOL})
             if answer.get("idle") and call.name == prompts.FINISH_TOOL:
                 # The task cannot be complete before the agent has done or said anything: a
                 # small model's reflex, or a misread message. The model is told so, once.
@@ -174,14 +336,26 @@ class ReasoningExecutor:
                 data.messages.append({"role": "tool", "tool_call_id": call.id, "name": call.name,
                                       "content": IDLE_FINISH})
                 continue
+            if call.name == prompts.FAN_OUT_TOOL and call.name not in agent.tools and not unasked:
+                started = self._fan_out(call, agent, frame, ctx)
+                if started is not None:
+                    return started
+                continue
             if not unasked:
                 started = self._agent_call(call, agent, frame, ctx)
                 if started is not None:
                     return started
             content = UNASKED_TOOL if unasked else self._tool(call, agent, frame, ctx)
+            if not unasked and confirmation_waiting(ctx, frame):  # the user was asked to approve it
+                data.pending.insert(0, call.model_dump())
+                frame.waiting = True
+                return Outcome.wait()
             if call.name in (prompts.FINISH_TOOL, prompts.HAND_BACK_TOOL):
                 answer[call.name] = call.arguments
             data.messages.append({"role": "tool", "tool_call_id": call.id, "name": call.name, "content": content})
+        if answer.pop("confirming", False) and ctx.input.available_to(frame):
+            # the message was no answer to the confirmation: the model reads it after the results
+            data.messages.append({"role": "user", "content": ctx.input.take(frame, "answer")})
         data.answer = {}
         if answer.get("content"):
             ctx.say(agent.name, answer["content"], frame)
@@ -217,6 +391,9 @@ class ReasoningExecutor:
         name = call.name
         if name == prompts.ESCALATE_TOOL and agent.can_escalate:
             reason = str(call.arguments.get("reason", ""))
+            if call.arguments.get("priority"):
+                ctx.log.emit("step", agent.name, action="escalate", priority=str(call.arguments["priority"]),
+                             reason=reason)
             data.messages.append({"role": "tool", "tool_call_id": call.id, "name": name,
                                   "content": "a human colleague takes over"})
             data.pending, data.answer = [], {}
@@ -248,6 +425,11 @@ class ReasoningExecutor:
                                       "content": f"{handoff.agent} takes over"})
                 data.pending, data.answer = [], {}
             child = new_frame(ctx, handoff.agent)
+            if agent.rules is not None:  # ABL CONTEXT: summary and history strategy for the agent taking over
+                from frontdesk.runtime.routing import seed_handoff_context
+
+                seed_handoff_context(ctx, agent.name, handoff, child,
+                                     [a for a in handoff.passes if values.get(a) is not None])
             if ctx.input.taken_by(frame):
                 ctx.input.offer(child, agent.name)
             return Outcome.transfer(child, resume=handoff.resume)
@@ -283,7 +465,48 @@ class ReasoningExecutor:
             ctx.input.also = named
             ctx.log.emit("step", agent.name, action="the message is for another agent", agent=named)
 
+    def _fan_out(self, call: ToolCall, agent: ReasoningAgent, frame: Frame, ctx: TurnContext) -> Outcome | None:
+        """fan_out: several delegations in one call. They run one after another on the stack (a task
+        may ask the user something); the call is answered once, with every task's result. Returns the
+        outcome that starts the next task, or None once the results are in the transcript."""
+        data: ReasoningData = frame.data  # type: ignore[assignment]
+        fan = data.fan_out
+        if fan.get("id") != call.id:
+            delegations = {d.agent: d for d in agent.delegates}
+            tasks, results = [], []
+            raw = call.arguments.get("tasks")
+            for task in raw if isinstance(raw, list) else []:
+                name = task.get("agent") if isinstance(task, dict) else None
+                if name not in delegations or name not in ctx.program.agents:
+                    results.append({"agent": str(name), "status": "error",
+                                    "message": f"{name} is not an agent {agent.name} delegates to"})
+                    continue
+                given = task.get("input")
+                tasks.append({"agent": name, "input": given if isinstance(given, dict) else {}})
+            fan = data.fan_out = {"id": call.id, "tasks": tasks, "results": results}
+            ctx.log.emit("fan_out.started", agent.name, tasks=[t["agent"] for t in tasks], mode="sequential")
+        if fan["tasks"]:
+            task = fan["tasks"].pop(0)
+            delegation = next(d for d in agent.delegates if d.agent == task["agent"])
+            for arg, value in task["input"].items():
+                if arg in delegation.inputs:
+                    ctx.write(delegation.agent, arg, value, agent.name, why=f"input of {agent.name}'s fan_out")
+            data.pending.insert(0, call.model_dump())  # back to this call when the task's agent is done
+            data.awaiting, data.awaiting_tool = call.id, prompts.FAN_OUT_TOOL
+            ctx.log.emit("step", agent.name, action="delegate", agent=delegation.agent, via=prompts.FAN_OUT_TOOL)
+            return Outcome.call(new_frame(ctx, delegation.agent))
+        results = fan.get("results", [])
+        ctx.log.emit("fan_out.completed", agent.name, results=results)
+        data.messages.append({"role": "tool", "tool_call_id": call.id, "name": prompts.FAN_OUT_TOOL,
+                              "content": json.dumps({"results": results}, ensure_ascii=False, default=str)})
+        data.fan_out = {}
+        return None
+
     def _tool(self, call: ToolCall, agent: ReasoningAgent, frame: Frame, ctx: TurnContext) -> str:
+        fields = gather_fields(ctx.program, agent) if call.name == prompts.SET_ARGS_TOOL else {}
+        if fields:  # ABL GATHER in reasoning mode: values checked against their fields, several at once
+            kept, rejected = record_fields(ctx, agent, dict(call.arguments), fields)
+            return gather_answer(ctx, agent, kept, rejected, fields)
         if call.name == prompts.SET_ARGS_TOOL:
             known = set(agent.arg_names())
             updated = []
@@ -321,3 +544,396 @@ class ReasoningExecutor:
 
 def _blank(value: Any) -> bool:
     return value is None or (isinstance(value, str) and not value.strip()) or value in ([], {})
+
+
+# ---- ABL reasoning: the agent's context, system tools, gathered fields, limits, compaction, offline ----
+
+
+def owner_rules(program, agent):
+    """The AgentRules an ABL reasoning agent acts under: its own, or for the agent a FLOW step with
+    REASONING: true runs (named `<Agent>__<step>` by the ABL front end) those of the flow's agent.
+    None for ADL agents."""
+    if agent.rules is not None:
+        return agent.rules
+    owner, sep, _ = agent.name.partition("__")
+    parent = program.agents.get(owner) if sep else None
+    return parent.rules if parent is not None and parent.rules is not None else None
+
+
+def active_profiles(ctx: TurnContext, agent: str, rules) -> list:
+    """The behaviour profiles of `rules` (those of agent `agent`) whose WHEN holds now, highest
+    priority first: the rules runtime's `active_profiles(agent, ctx)`, or, without it, this reading
+    of its own (WHEN false, or failing to evaluate, leaves a profile out)."""
+    from frontdesk.runtime import rules as rules_runtime
+
+    shared = getattr(rules_runtime, "active_profiles", None)
+    if callable(shared):
+        try:
+            return list(shared(agent, ctx))
+        except (TypeError, AttributeError):
+            pass
+    from frontdesk.expr import EvalError, is_true
+    from frontdesk.ir.expr import ExprCondition
+
+    out = []
+    for profile in getattr(rules, "profiles", []) or []:
+        when = profile.when
+        if when is not None:
+            if not isinstance(when, ExprCondition):
+                continue
+            try:
+                if not is_true(ctx.eval(when.expr, agent)):
+                    continue
+            except EvalError:
+                continue
+        out.append(profile)
+    return sorted(out, key=lambda p: -float(p.priority or 0))
+
+
+def gather_fields(program, agent) -> dict[str, Any]:
+    """The GATHER fields an ABL reasoning agent collects, by name (its arguments that are fields)."""
+    rules = owner_rules(program, agent)
+    if rules is None:
+        return {}
+    names = set(agent.arg_names())
+    return {f.name: f for f in rules.gather if f.name in names}
+
+
+def _needs_asking(ctx: TurnContext, agent: str, f) -> bool:
+    """Whether a field must have a value before the task is done (required, or an active
+    progressive / `when` field)."""
+    from frontdesk.expr import EvalError, is_true
+    from frontdesk.ir.expr import ExprCondition
+
+    if f.activation == "optional" or (not f.required and f.activation == "required"):
+        return False
+    if f.activation == "progressive":
+        return all(ctx.read(_field_ref(d), agent) is not None for d in f.depends_on)
+    if f.activation == "when":
+        if not isinstance(f.when, ExprCondition):
+            return False
+        try:
+            return is_true(ctx.eval(f.when.expr, agent))
+        except EvalError:
+            return False
+    return True
+
+
+def _field_ref(name: str):
+    from frontdesk.ir.expr import Ref
+
+    return Ref(scope="session", name=name)
+
+
+def missing_fields(ctx: TurnContext, agent, fields: dict[str, Any]) -> list:
+    values = ctx.values(agent.name)
+    return [f for f in fields.values() if values.get(f.name) is None and _needs_asking(ctx, agent.name, f)]
+
+
+def note_all_gathered(ctx: TurnContext, agent, fields: dict[str, Any]) -> bool:
+    """ABL 8.8 `all_fields_gathered`, for the reasoning agent's fields."""
+    done = not missing_fields(ctx, agent, fields)
+    system = getattr(ctx.state, "system", None)
+    if isinstance(system, dict) and fields:
+        system["all_fields_gathered"] = done
+    return done
+
+
+def agent_context(ctx: TurnContext, agent: ReasoningAgent, frame: Frame):
+    """What an ABL agent's system prompt shows (prompts.AgentContext); None for ADL agents."""
+    rules = owner_rules(ctx.program, agent)
+    if rules is None:
+        return None
+    own = agent.instructions.strip()
+    base = [f"Goal: {rules.goal}" if rules.goal else "", rules.persona,
+            "Limitations:\n" + "\n".join(f"- {x}" for x in rules.limitations) if rules.limitations else ""]
+    for part in (p for p in base if p):  # the front end put GOAL, PERSONA, LIMITATIONS first: shown apart
+        if own.startswith(part):
+            own = own[len(part):].lstrip()
+    owner = agent.name if agent.rules is not None else agent.name.partition("__")[0]
+    profiles = active_profiles(ctx, owner, rules)
+    fields = gather_fields(ctx.program, agent)
+    values = ctx.values(agent.name)
+    note_all_gathered(ctx, agent, fields)
+    memory = []
+    for var in rules.memory.session:
+        if var.name not in fields:
+            memory.append((var.name, ctx.read(_field_ref(var.name), agent.name)))
+    from frontdesk.ir.expr import memory_ref
+
+    for path in rules.memory.persistent:
+        ref = memory_ref(path.path)
+        if ref is not None and path.access in ("read", "readwrite"):
+            value = ctx.read(ref, agent.name)
+            if value is not None:
+                memory.append((path.path, value))
+    return prompts.AgentContext(
+        goal=rules.goal.strip(), persona=rules.persona.strip(), limitations=list(rules.limitations),
+        instructions=own, profiles=[(p.name, p.instructions.strip()) for p in profiles if p.instructions.strip()],
+        known=[(n, "(given; sensitive, not shown)" if fields[n].sensitive else values.get(n))
+               for n in fields if values.get(n) is not None],
+        needed=[(f.name, f.type, f.prompt) for f in missing_fields(ctx, agent, fields)],
+        memory=memory, hidden_tools=[t for p in profiles for t in p.tools_hide],
+        fields=list(fields.values()), can_fan_out=bool(agent.delegates))
+
+
+def iteration_limit(ctx: TurnContext, agent: ReasoningAgent) -> int:
+    """Model calls a run of the loop may make: an ABL agent's EXECUTION max_iterations (10 when not
+    given, spec 7.11; a FLOW step's reasoning agent takes its flow's), else the agent's own."""
+    rules = owner_rules(ctx.program, agent)
+    if rules is None:
+        return agent.max_iterations
+    return int(rules.execution.max_iterations or DEFAULT_MAX_ITERATIONS)
+
+
+def canonical_call(call: ToolCall, agent: ReasoningAgent) -> ToolCall:
+    """A call of a system tool by the spec's name (`complete`, `escalate`, `handoff` {agent},
+    `delegate` {agent, input}) as the runtime's own (finish, escalate_to_human, transfer_to_<agent>,
+    delegate_to_<agent>). A tool the agent declares under that name stays itself."""
+    name, args = call.name, dict(call.arguments or {})
+    if name in agent.tools:
+        return call
+    if name == prompts.COMPLETE_TOOL:
+        name = prompts.FINISH_TOOL
+    elif name == prompts.ABL_ESCALATE_TOOL:
+        name = prompts.ESCALATE_TOOL
+    elif name in (prompts.HANDOFF_TOOL, prompts.DELEGATE_TOOL):
+        target = args.pop("agent", None) or args.pop("to", None)
+        inputs = args.pop("input", None)
+        if isinstance(inputs, dict):
+            args.update(inputs)
+        prefix = prompts.TRANSFER_PREFIX if name == prompts.HANDOFF_TOOL else prompts.DELEGATE_PREFIX
+        name = prefix + str(target)
+    else:
+        return call
+    return ToolCall(id=call.id, name=name, arguments=args)
+
+
+# ---- gathered values: checked against the field's type and validation before they are kept ----
+
+
+def check_field_value(ctx: TurnContext, agent: str, f, value: Any) -> tuple[Any, str | None]:
+    """The value to keep for GATHER field `f`, or an error saying why `value` is not one."""
+    import re
+
+    from frontdesk.runtime import extract
+
+    if _blank(value):
+        return None, "no value"
+    kind = f.type
+    if kind in ("number", "integer"):
+        if isinstance(value, bool):
+            return None, "not a number"
+        if isinstance(value, str):
+            raw = value.strip()
+            if re.fullmatch(r"-?\d{1,3}(,\d{3})+(\.\d+)?", raw):
+                raw = raw.replace(",", "")  # 1,200: thousands, not a decimal comma
+            try:
+                value = float(raw)
+            except ValueError:
+                found = extract.extract_values(value, {"v": kind}).get("v")
+                if found is None:
+                    return None, "not a number"
+                value = found
+        if not isinstance(value, (int, float)):
+            return None, "not a number"
+        if kind == "integer" and float(value) != int(value):
+            return None, "not a whole number"
+        value = int(value) if kind == "integer" or float(value).is_integer() else float(value)
+    elif kind == "boolean":
+        if not isinstance(value, bool):
+            found = extract.extract_values(str(value), {"v": "boolean"}).get("v")
+            if found is None:
+                return None, "not yes or no"
+            value = found
+    elif kind in ("date", "datetime"):
+        text = str(value).strip()
+        iso = re.fullmatch(r"\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2})?)?", text)
+        if iso:
+            value = text if kind == "datetime" or "T" not in text else text[:10]
+        else:
+            found = extract.extract_values(text, {"v": kind}, now=ctx.eval_env.clock()).get("v")
+            if found is None:
+                return None, "not a date"
+            value = found
+    elif kind == "email":
+        if not extract.EMAIL.fullmatch(str(value).strip()):
+            return None, "not an e-mail address"
+        value = str(value).strip()
+    elif kind == "phone":
+        found = extract.extract_values(str(value), {"v": "phone"}).get("v")
+        if found is None:
+            return None, "not a phone number"
+        value = found
+    elif kind == "string" and not isinstance(value, str):
+        value = json.dumps(value, ensure_ascii=False, default=str) if isinstance(value, (dict, list)) else str(value)
+    if f.options:
+        match = next((o for o in f.options if str(o).lower() == str(value).strip().lower()), None)
+        if match is None:
+            return None, f"not one of {', '.join(map(str, f.options))}"
+        value = match
+    for rule in f.validations:
+        error = _validation_error(ctx, agent, f, rule, value)
+        if error is not None:
+            return None, error
+    return value, None
+
+
+def _validation_error(ctx: TurnContext, agent: str, f, rule, value: Any) -> str | None:
+    import re
+
+    said = rule.error or None
+    if rule.kind == "pattern":
+        try:
+            ok = re.search(rule.rule, str(value)) is not None
+        except re.error:
+            return None
+        return None if ok else (said or f"does not match {rule.rule}")
+    if rule.kind == "range":
+        bounds = re.fullmatch(r"\s*(-?[\d.]+)\s*-\s*(-?[\d.]+)\s*", rule.rule)
+        if bounds is None or not isinstance(value, (int, float)):
+            return None
+        low, high = float(bounds.group(1)), float(bounds.group(2))
+        return None if low <= float(value) <= high else (said or f"must be between {bounds.group(1)} and "
+                                                                     f"{bounds.group(2)}")
+    if rule.kind == "enum":
+        allowed = [x.strip().lower() for x in rule.rule.split(",") if x.strip()]
+        return None if str(value).strip().lower() in allowed else (said or f"must be one of {rule.rule}")
+    if rule.kind == "custom" and rule.expr is not None:
+        from frontdesk.expr import EvalError, evaluate, is_true
+
+        def lookup(ref):  # the candidate value stands in for the field while it is checked
+            if ref.space == "var" and ref.name == f.name:
+                return value
+            return ctx.read(ref, agent)
+
+        try:
+            return None if is_true(evaluate(rule.expr, lookup, env=ctx.eval_env)) else (said or "is not valid")
+        except EvalError:
+            return None
+    return None  # llm: judged by the model that gave the value
+
+
+def record_fields(ctx: TurnContext, agent: ReasoningAgent, given: dict[str, Any], fields: dict[str, Any],
+                  by: str = "llm") -> tuple[dict[str, Any], dict[str, str]]:
+    """Check the values given for the agent's GATHER fields and keep the valid ones: what was kept
+    and, per field, why a value was not."""
+    kept: dict[str, Any] = {}
+    rejected: dict[str, str] = {}
+    for name, value in given.items():
+        f = fields.get(name)
+        if f is None:
+            rejected[name] = "not a field of this agent"
+            continue
+        checked, error = check_field_value(ctx, agent.name, f, value)
+        if error is not None:
+            if error != "no value":
+                rejected[name] = error
+            continue
+        kept[name] = checked
+        ctx.write(agent.name, name, checked, agent.name, why=f"gathered ({by})")
+    if kept or rejected:
+        ctx.log.emit("gather_extraction", agent.name, fields=kept, by=by, rejected=rejected)
+    return kept, rejected
+
+
+def gather_answer(ctx: TurnContext, agent: ReasoningAgent, kept: dict[str, Any], rejected: dict[str, str],
+                  fields: dict[str, Any]) -> str:
+    """What set_args answers the model: what was recorded and refused, and what is still needed."""
+    parts = ["recorded " + (", ".join(f"{k}={json.dumps(v, ensure_ascii=False, default=str)}"
+                                      for k, v in kept.items()) or "nothing")]
+    if rejected:
+        parts.append("not recorded: " + "; ".join(f"{k}: {why}" for k, why in rejected.items()))
+    missing = missing_fields(ctx, agent, fields)
+    note_all_gathered(ctx, agent, fields)
+    parts.append("still needed: " + ", ".join(f.name for f in missing) if missing else "all fields gathered")
+    return "; ".join(parts)
+
+
+# ---- context compaction --------------------------------------------------------------------------
+
+
+def estimate_tokens(text: str) -> int:
+    return (len(text) + 3) // 4
+
+
+def request_tokens(request) -> int:
+    """A request's size in tokens, estimated (4 characters a token), tools included."""
+    size = 0
+    for m in request.messages:
+        size += estimate_tokens(m.content or "") + 4
+        for c in m.tool_calls or []:
+            size += estimate_tokens(c.name + json.dumps(c.arguments, default=str))
+    for t in request.tools:
+        size += estimate_tokens(t.name + (t.description or "") + json.dumps(t.parameters, default=str))
+    return size
+
+
+def context_budget(ctx: TurnContext, agent: ReasoningAgent) -> int:
+    """The most tokens one request may hold: EXECUTION `context_tokens` (or `context_window`), else
+    `llm: context_tokens` in config.yml, else DEFAULT_CONTEXT_TOKENS."""
+    rules = owner_rules(ctx.program, agent)
+    extra = rules.execution.extra if rules is not None else {}
+    for value in (extra.get("context_tokens"), extra.get("context_window"),
+                  (ctx.program.settings.llm or {}).get("context_tokens")):
+        try:
+            if value is not None and int(value) > 0:
+                return int(value)
+        except (TypeError, ValueError):
+            continue
+    return DEFAULT_CONTEXT_TOKENS
+
+
+def compaction_cut(messages: list[dict], start: int, keep_tokens: int) -> int:
+    """Where to cut the transcript: the messages from the cut on (recent ones, up to `keep_tokens`,
+    starting at a user message so no tool result loses its call) stay as they are; those from
+    `start` to the cut are folded into the summary. At least the last user message is kept."""
+    size, cut = 0, len(messages)
+    for i in range(len(messages) - 1, start - 1, -1):
+        size += estimate_tokens(str(messages[i].get("content") or "")) + 4
+        if size > keep_tokens:
+            break
+        cut = i
+    user_starts = [i for i in range(start, len(messages)) if messages[i].get("role") == "user"]
+    later = [i for i in user_starts if i >= cut]
+    if later:
+        return later[0]
+    return user_starts[-1] if user_starts else start
+
+
+def _transcript_lines(messages: list[dict]) -> list[str]:
+    lines = []
+    for m in messages:
+        role = m.get("role")
+        text = str(m.get("content") or "").strip()
+        if role == "assistant" and m.get("tool_calls"):
+            calls = ", ".join(f"{c.get('name')}({json.dumps(c.get('arguments'), ensure_ascii=False, default=str)})"
+                              for c in m["tool_calls"])
+            text = (text + " " if text else "") + f"[called {calls}]"
+        who = {"user": "User", "assistant": "Assistant", "tool": f"Tool {m.get('name') or ''}".strip()}.get(role, role)
+        if text:
+            lines.append(f"{who}: {text}")
+    return lines
+
+
+SUMMARY_CHARS = 2000  # an extractive summary keeps at most this much
+
+
+def summarise(ctx: TurnContext, agent: ReasoningAgent, earlier: str, messages: list[dict]) -> tuple[str, str]:
+    """A summary of `messages` (after the summary of what came before them): by the model when there
+    is one, else extractive (what the user said and what the tools returned, shortened)."""
+    lines = _transcript_lines(messages)
+    if ctx.llm_classifies:
+        text = "\n".join(([f"Earlier summary: {earlier}"] if earlier else []) + lines)
+        try:
+            response = ctx.complete(prompts.summary_request(agent, text), agent.name)
+            if response.content and response.content.strip():
+                return response.content.strip(), "llm"
+        except LLMError as exc:
+            ctx.log.emit("error", agent.name, where="context compaction", message=str(exc))
+    kept = [ln if len(ln) <= 200 else ln[:199] + "…" for ln in lines
+            if ln.startswith(("User:", "Tool")) or ln.startswith("Assistant:") and "[called" in ln]
+    text = "\n".join(([earlier] if earlier else []) + kept)
+    if len(text) > SUMMARY_CHARS:
+        text = "…" + text[-(SUMMARY_CHARS - 1):]
+    return text, "extractive"

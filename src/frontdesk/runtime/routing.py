@@ -1,12 +1,21 @@
-"""The router executor: ADL ensembles (and later ABL supervisors) choosing who handles a message."""
+"""The router executor: ADL ensembles and ABL supervisors choosing who handles a message.
+
+ABL supervisors add to an ensemble: HANDOFF WHEN words and ROUTING INTENT(...) words as phrases of the
+local understanding model (`with_handoff_phrases`), ROUTING DEFAULT, the pre-classification pipeline
+of abl-specification 3.15 (`PipelineConfig`), RETURN: false members whose interrupted run is dropped,
+CONTEXT pass / summary / history for the member taking over, ON_RETURN maps, `handoff.completed` and
+the supervisor's COMPLETE rules, and `__return_to_parent__` offered to members with RETURN: true.
+"""
 
 from __future__ import annotations
 
 import re
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from typing import Any
 
-from frontdesk.ir.models import Ref, RouterAgent
-from frontdesk.llm.base import LLMError
+from frontdesk.ir.models import Handoff, Program, Ref, RouterAgent, RouterMember
+from frontdesk.llm.base import ChatMessage, LLMError, LLMRequest, ToolSchema
+from frontdesk.nlu.base import Option
 from frontdesk.nlu.matcher import polarity
 from frontdesk.runtime import prompts
 from frontdesk.runtime.context import ChildResult, Outcome, TurnContext
@@ -15,6 +24,13 @@ from frontdesk.runtime.policies import new_frame, policy_message, setup_frame
 from frontdesk.runtime.state import Frame, RouterData
 
 register_event_type("handoff_match", "a router handed the conversation to a member it started", ("target",))
+register_event_type("pre_classification", "a supervisor's pre-classification pipeline (ABL 3.15) read the message",
+                    ("mode", "intent", "confidence", "threshold", "by", "short_circuit", "reason", "kept"))
+register_event_type("handoff_completed", "a member a supervisor handed the conversation to ended (handoff.completed)",
+                    ("target", "status", "mapped"))
+register_event_type("handoff_context", "what a member taking over from a supervisor is given (CONTEXT)",
+                    ("target", "passed", "history", "messages"))
+RETURN_TO_PARENT = "__return_to_parent__"
 # A member suspended longer ago than this (in user turns) is not resumed unasked: the router offers it.
 STALE_AFTER_TURNS = 3
 ROUTE_APOLOGY = "Sorry, I'm having trouble right now. Could you say that again in a moment?"
@@ -52,11 +68,15 @@ class RouterExecutor:
         ctx.input.also = None
         if chosen in ctx.input.passed or chosen not in {m.agent for m in router.members}:
             chosen = None
-        chosen = chosen or self._choose(router, frame, ctx)
+        chosen = chosen or self._by_condition(router, frame, ctx) or self._choose(router, frame, ctx)
         if chosen == ASKED:
             ctx.input.state = "taken"
             frame.waiting = True
             return Outcome.wait()
+        if chosen is None and self._default_applies(router, ctx):
+            chosen = router.default
+            ctx.log.emit("route_decided", router.name, agent=chosen, by="DEFAULT",
+                         reason="no routing rule fits the message")
         if chosen is None:
             if ctx.input.passed and (ctx.said or ctx.input.used):
                 # An agent finished on this message (and answered it); nobody else wants the rest.
@@ -73,11 +93,27 @@ class RouterExecutor:
             ctx.input.offer(top, frame.agent)
             return Outcome.call(top)
         ctx.log.emit("handoff_match", router.name, target=chosen)
+        if router.rules is not None:
+            ctx.state.system["handoff.completed"] = False
         return Outcome.call(self._activate(router, chosen, ctx))
 
     def child_finished(self, frame: Frame, child: ChildResult, ctx: TurnContext) -> None:
         data: RouterData = frame.data  # type: ignore[assignment]
+        router: RouterAgent = ctx.program.agents[frame.agent]  # type: ignore[assignment]
+        member = member_of(router, child.agent)
+        if not child.setup and child.kind == "done" and member is not None and child.graph == "main" \
+                and router.rules is not None:  # ABL supervisors: handoff.completed, ON_RETURN, COMPLETE
+            self._member_done(router, frame, member, child, ctx)
+            return
         if child.setup or child.kind != "yield" or child.thread is None:
+            return
+        if member is not None and not member.resume:
+            # RETURN: false: the member's work ends when it gives the conversation back; nothing waits.
+            ctx.drop_thread(child.thread)
+            ctx.log.emit("agent_dropped", child.agent, by=frame.agent, reason="RETURN: false: its thread ends",
+                         thread=child.thread)
+            if child.reason == "switch" and child.target:
+                data.decisions["route"] = child.target
             return
         # The member keeps its place: it resumes once the agent the user turned to is done. A newer
         # interruption of the same member replaces the older one.
@@ -105,6 +141,11 @@ class RouterExecutor:
         if len(candidates) == 1 and not ctx.input.passed:
             ctx.log.emit("route_decided", router.name, agent=candidates[0].name, by="only member")
             return candidates[0].name
+        pipeline = PipelineConfig.of(router)
+        if pipeline.enabled:
+            picked, candidates = self._pre_classify(router, candidates, pipeline, ctx)
+            if picked is not None:
+                return picked
         names = [c.name for c in candidates]
         decision = ctx.embed_decide(ctx.input.text or "", ctx.agent_options(names), "route", router.name)
         asked = frame.data.decisions.pop("clarify", None)
@@ -127,7 +168,7 @@ class RouterExecutor:
         if decision is not None:
             ctx.log.emit("step", router.name, action="embedding unsure, asking the LLM", best=decision.best,
                          score=round(decision.score, 3), margin=round(decision.margin, 3))
-        request = prompts.route_request(router, candidates, ctx.state.history,
+        request = prompts.route_request(router, self._described(router, candidates), ctx.state.history,
                                         ctx.program.settings.history_window)
         try:
             response = ctx.complete(request, router.name)
@@ -145,6 +186,113 @@ class RouterExecutor:
             choice = None
         ctx.log.emit("route_decided", router.name, agent=choice, by="llm")
         return choice
+
+    @staticmethod
+    def _by_condition(router: RouterAgent, frame: Frame, ctx: TurnContext) -> str | None:
+        """A member whose WHEN is an expression that holds (`channel == "voice"`), in the order written:
+        routed there without any model."""
+        from frontdesk.expr import EvalError, is_true
+        from frontdesk.ir.expr import ExprCondition
+
+        for member in router.members:
+            if not isinstance(member.condition, ExprCondition) or member.agent in ctx.input.passed \
+                    or member.agent not in ctx.program.agents:
+                continue
+            try:
+                holds = is_true(ctx.eval(member.condition.expr, router.name, frame))
+            except EvalError as exc:
+                ctx.log.emit("warning", router.name, where="routing WHEN", message=str(exc))
+                continue
+            ctx.log.emit("condition_evaluated", router.name, condition=member.condition.source, result=holds,
+                         by="expression")
+            if holds:
+                ctx.log.emit("route_decided", router.name, agent=member.agent, by="WHEN condition",
+                             condition=member.condition.source)
+                return member.agent
+        return None
+
+    @staticmethod
+    def _described(router: RouterAgent, candidates):
+        """Candidates as the routing model sees them: a supervisor's HANDOFF WHEN and INTENT words
+        join each agent's description."""
+        out = []
+        for agent in candidates:
+            member = member_of(router, agent.name)
+            extra = []
+            if member is not None and member.description:
+                extra.append(f"route here when {member.description.strip().rstrip('.')}")
+            if member is not None and member.examples:
+                extra.append("words like " + ", ".join(f'"{w}"' for w in member.examples))
+            if extra:
+                agent = agent.model_copy(update={"description": f"{describe_agent(agent)} ({'; '.join(extra)})"})
+            out.append(agent)
+        return out
+
+    def _pre_classify(self, router: RouterAgent, candidates, pipeline: PipelineConfig, ctx: TurnContext):
+        """ABL 3.15: a fast classifier reads the message before the routing call. Sure enough (one
+        intent, confidence at the threshold, no veto keyword): the member is chosen and the routing
+        call is never made (sequential) or its answer is not used (parallel). Otherwise the routing
+        call sees only the `maxTools` likeliest members. Offline the local understanding model is the
+        classifier (a decision sure by the program's thresholds counts as confident: its scores are
+        similarities, not probabilities); with an LLM and no local model, a small classify call is."""
+        text = ctx.input.text or ""
+        names = [c.name for c in candidates]
+        intent, confidence, scores, by = None, 0.0, {}, "none"
+        sure = False
+        decision = ctx.embed_decide(text, ctx.agent_options(names), "route", router.name)
+        if decision is not None:
+            by, scores = "embedding", dict(decision.scores)
+            intent, confidence = decision.choice, round(decision.score, 3)
+            sure = decision.sure and intent is not None
+        elif ctx.llm_classifies:
+            by = "llm"
+            try:
+                response = ctx.complete(classify_request(router, self._described(router, candidates), text,
+                                                         pipeline.model), router.name)
+                args = response.tool_calls[0].arguments if response.tool_calls else {}
+                intent = args.get("intent") if args.get("intent") in names else None
+                try:
+                    confidence = max(0.0, min(1.0, float(args.get("confidence", 0.0))))
+                except (TypeError, ValueError):
+                    confidence = 0.0
+                if intent is not None:
+                    scores = {n: (confidence if n == intent else 0.0) for n in names}
+            except LLMError as exc:
+                ctx.log.emit("error", router.name, where="pre-classification", message=str(exc))
+            sure = intent is not None and confidence >= pipeline.threshold
+        vetoed = pipeline.vetoed_by(text)
+        short = pipeline.short_circuit and sure and not vetoed
+        if not pipeline.short_circuit:
+            reason = "short-circuit is off"
+        elif intent is None:
+            reason = "no single intent"
+        elif not sure:
+            reason = (f"confidence {confidence} below {pipeline.threshold}" if by == "llm"
+                      else "the local model is not sure")
+        elif vetoed:
+            reason = "keyword veto: " + ", ".join(vetoed)
+        else:
+            reason = "single intent, confident, no veto keyword"
+        kept = names
+        if not short and pipeline.tool_filter and len(names) > pipeline.max_tools:
+            ranked = sorted(names, key=lambda n: scores.get(n, 0.0), reverse=True)
+            kept = [n for n in names if n in set(ranked[:pipeline.max_tools])]
+        ctx.log.emit("pre_classification", router.name, mode=pipeline.mode, intent=intent, confidence=confidence,
+                     threshold=pipeline.threshold, by=by, short_circuit=short, reason=reason, kept=kept,
+                     model=pipeline.model if by == "llm" else "local understanding model")
+        if short:
+            if pipeline.mode == "parallel" and ctx.llm_classifies:
+                # Parallel mode: the main call was made at the same time; its answer is not needed.
+                try:
+                    ctx.complete(prompts.route_request(router, self._described(router, candidates),
+                                                       ctx.state.history, ctx.program.settings.history_window),
+                                 router.name)
+                except LLMError as exc:
+                    ctx.log.emit("error", router.name, where="routing (parallel)", message=str(exc))
+            ctx.log.emit("route_decided", router.name, agent=intent, by=f"pre-classification ({by})",
+                         confidence=confidence)
+            return intent, candidates
+        return None, [c for c in candidates if c.name in kept]
 
     def _clarify(self, router: RouterAgent, frame: Frame, ctx: TurnContext, decision,
                  asked: list[str] | None) -> str | None:
@@ -184,14 +332,84 @@ class RouterExecutor:
                 value = ctx.read(Ref(scope=router.name, name=b.router_arg), router.name)
                 if value is not None:
                     ctx.write(member, b.member_arg, value, router.name, why=f"bound to {router.name}.{b.router_arg}")
-        return new_frame(ctx, member, offer_input_by=router.name)
+        passed = self._pass_values(router, spec, ctx)
+        child = new_frame(ctx, member, offer_input_by=router.name)
+        if spec.handoff is not None:
+            seed_handoff_context(ctx, router.name, spec.handoff, child, passed)
+        return child
+
+    @staticmethod
+    def _pass_values(router: RouterAgent, spec: RouterMember, ctx: TurnContext) -> list[str]:
+        """CONTEXT.pass: the supervisor's values (its own, else the session's) copied to the member."""
+        passed = []
+        for path in spec.passes:
+            name = path.split(".")[-1]
+            value = ctx.read(Ref(scope=router.name, name=name), router.name)
+            if value is None:
+                value = ctx.read(Ref(scope="session", name=name), router.name)
+            if value is not None:
+                ctx.write(spec.agent, name, value, router.name, why=f"CONTEXT.pass of {router.name}")
+                passed.append(name)
+        return passed
+
+    def _member_done(self, router: RouterAgent, frame: Frame, member: RouterMember, child: ChildResult,
+                     ctx: TurnContext) -> None:
+        """A member ended: `handoff.completed` becomes true and its ON_RETURN map is read into the
+        supervisor's values; the supervisor's COMPLETE rules are looked at once the message is dealt with."""
+        ctx.log.emit("thread_return", child.agent, thread=child.frame_id, reason="completed", to=router.name)
+        handoff_returned(ctx, router.name, member.handoff, child)
+        frame.data.decisions["completed"] = child.agent  # type: ignore[union-attr]
+
+    def _complete_rules(self, frame: Frame, ctx: TurnContext) -> bool:
+        """The supervisor's COMPLETE rules (`handoff.completed == true`): the first that holds says its words."""
+        router: RouterAgent = ctx.program.agents[frame.agent]  # type: ignore[assignment]
+        rules = router.rules
+        if rules is None or not rules.complete:
+            return False
+        from frontdesk.expr import EvalError, is_true
+        from frontdesk.ir.expr import ExprCondition
+
+        for rule in rules.complete:
+            if not isinstance(rule.when, ExprCondition):
+                continue
+            try:
+                holds = is_true(ctx.eval(rule.when.expr, router.name, frame))
+            except EvalError as exc:
+                ctx.log.emit("error", router.name, where="completion", message=str(exc))
+                continue
+            if not holds:
+                continue
+            asked = bool(ctx.said) and ctx.said[-1].text.rstrip().endswith("?")
+            ctx.log.emit("step", router.name, action="complete", condition=rule.when.source,
+                         silent=asked or rule.action.respond is None)
+            if rule.action.respond is not None and not asked:  # a member that ended on a question asked it
+                ctx.say(router.name, ctx.render(rule.action.respond, router.name, frame), frame)
+            return True
+        return False
+
+    @staticmethod
+    def _default_applies(router: RouterAgent, ctx: TurnContext) -> bool:
+        """ROUTING DEFAULT takes a message no rule fits (not one an agent already had, nor after an apology)."""
+        if router.default is None or router.default not in ctx.program.agents or ctx.input.passed:
+            return False
+        return not (ctx.said and ctx.said[-1].text == ROUTE_APOLOGY)
 
     def _after_message(self, frame: Frame, ctx: TurnContext) -> Outcome:
         """The user's message is dealt with: go back to an interrupted task, or wait."""
+        completed = frame.data.decisions.pop("completed", None)  # a member ended this turn
         if ctx.threads_of(frame.data.suspended):
             resumed = self._resume(frame, ctx)
             if resumed is not None:
-                return resumed
+                return resumed  # the interrupted task goes on: the supervisor is not done
+        if completed is not None and getattr(ctx.program.agents[frame.agent], "rules", None) is not None:
+            from frontdesk.runtime.escalation import check_triggers
+
+            if check_triggers(ctx):  # an ESCALATE trigger holds now: a person, not "anything else?"
+                frame.waiting = True
+                return Outcome.wait()
+        if completed is not None and self._complete_rules(frame, ctx):
+            frame.waiting = True
+            return Outcome.wait()
         if ctx.input.text is not None and not ctx.said:
             # An agent finished on the message without a word: the user still gets an answer.
             ctx.say(frame.agent, ANYTHING_ELSE, frame)
@@ -244,3 +462,236 @@ class RouterExecutor:
         ctx.say(router.name, message, frame)
         frame.waiting = True
         return Outcome.wait()
+
+
+# ---- ABL supervisors: the words of HANDOFF WHEN as phrases ------------------------------------------
+
+_WHEN_OPENING = re.compile(
+    r"^\s*(?:when\s+|if\s+)?(?:the\s+)?(?:user|customer|caller|client|they)\s+(?:is\s+|has\s+)?"
+    r"(?:asks?|asking|asked|wants?|wanting|needs?|requests?|requesting|mentions?|mentioning|says?|"
+    r"inquires?|enquires?|wishes|would\s+like|tries|trying|has\s+questions?|has\s+a\s+question)"
+    r"(?:\s+(?:about|for|to|on|with|a\s+question\s+about|questions\s+about|help\s+with))?\s+", re.IGNORECASE)
+_LIST_SPLIT = re.compile(r"\s*[,;]\s*(?:or\s+|and\s+)?|\s+or\s+", re.IGNORECASE)
+_EXPRESSION = re.compile(r"==|!=|>=|<=|[<>]|\bAND\b|\bIS\s+SET\b|\b\w+\.\w+\b|\b\w+_\w+\b")
+_FIRST_PERSON = ((r"\btheir\b", "my"), (r"\bthey\b", "I"), (r"\bthem\b", "me"), (r"\bthemselves\b", "myself"))
+
+
+def when_phrases(text: str) -> list[str]:
+    """What a user might say, read from a HANDOFF WHEN written in words: "user asks about delivery,
+    shipping, or order status" gives "delivery, shipping, or order status", "delivery", "shipping"
+    and "order status" (said in the first person: "their balance" becomes "my balance"). A WHEN that
+    is an expression (`language == "es"`) gives nothing."""
+    text = (text or "").strip().rstrip(".")
+    if not text or _EXPRESSION.search(text):
+        return []
+    body = _WHEN_OPENING.sub("", text)
+    for pattern, replacement in _FIRST_PERSON:
+        body = re.sub(pattern, replacement, body, flags=re.IGNORECASE)
+    phrases = [body]
+    parts = [part.strip() for part in _LIST_SPLIT.split(body) if part and part.strip()]
+    if len(parts) > 1:
+        phrases += [re.sub(r"^(?:or|and)\s+", "", part, flags=re.IGNORECASE) for part in parts]
+    return [p for p in phrases if len(p) >= 3]
+
+
+def with_handoff_phrases(program: Program, options: list[Option]) -> list[Option]:
+    """Route options with the phrases of every supervisor's HANDOFF WHEN for that member added (the
+    local understanding model reads "Where is my package?" against "shipping", not against "user
+    asks about delivery, shipping, or order status"). Programs without such words are unchanged."""
+    extra: dict[str, list[str]] = {}
+    for agent in program.agents.values():
+        if isinstance(agent, RouterAgent):
+            for member in agent.members:
+                extra.setdefault(member.agent, []).extend(when_phrases(member.description))
+    if not any(extra.values()):
+        return options
+    out = []
+    for option in options:
+        known = {e.lower() for e in option.examples}
+        added = [p for p in dict.fromkeys(extra.get(option.key, [])) if p.lower() not in known]
+        if not added:
+            out.append(option)
+            continue
+        weights = option.weight_list() + [1.0] * len(added)
+        keywords = (*option.keyword_examples, *added) if option.keyword_examples else ()
+        out.append(Option(key=option.key, examples=(*option.examples, *added), weights=tuple(weights),
+                          keyword_examples=keywords))
+    return out
+
+
+def handoff_returned(ctx: TurnContext, owner: str, handoff: Handoff | None, child: ChildResult) -> dict[str, Any]:
+    """An agent `owner` handed the conversation to ended (a supervisor's member, or the target of a
+    reasoning agent's HANDOFF with RETURN: true): `handoff.completed` becomes true and the ON_RETURN
+    map reads the child's values (its result first) into the owner's."""
+    from frontdesk.expr import EvalError
+
+    ctx.state.system["handoff.completed"] = True
+    mapped: dict[str, Any] = {}
+    for name, expr in (handoff.on_return if handoff is not None else {}).items():
+        try:
+            value = ctx.eval(expr, child.agent)
+        except EvalError as exc:
+            ctx.log.emit("warning", owner, where="ON_RETURN", message=f"{name}: {exc}")
+            continue
+        if value is None and child.value:
+            value = child.value.get(name)
+        if value is not None:
+            ctx.write(owner, name, value, owner, why=f"ON_RETURN of {child.agent}")
+            mapped[name] = value
+    ctx.log.emit("handoff_completed", owner, target=child.agent, status=child.status, mapped=mapped)
+    return mapped
+
+
+def seed_handoff_context(ctx: TurnContext, owner: str, handoff: Handoff, child: Frame, passed: list[str]) -> None:
+    """What a reasoning agent taking over sees of the conversation (CONTEXT.history): none (the
+    message that brought it, default), summary_only, full, or last_n:N; the summary goes first."""
+    strategy = handoff.history or "none"
+    if child.kind != "reasoning":
+        ctx.log.emit("handoff_context", owner, target=handoff.agent, passed=passed, history=strategy,
+                     messages=0, note="a flow has no transcript: it reads the turn's message")
+        return
+    messages: list[dict] = []
+    if handoff.summary is not None:
+        summary = ctx.render(handoff.summary, owner)
+        if summary.strip():
+            messages.append({"role": "system", "content": f"Handed over by {owner}: {summary.strip()}"})
+    history = ctx.state.history
+    if history and history[-1].role == "user" and ctx.input.text is not None:
+        history = history[:-1]  # the turn's message is added below, whatever the strategy
+    if strategy == "full":
+        earlier = prompts.history_messages(history, 0)
+    elif strategy.startswith("last_n:"):
+        try:
+            count = max(0, int(strategy.split(":", 1)[1]))
+        except ValueError:
+            count = ctx.program.settings.history_window
+        earlier = prompts.history_messages(history, count) if count else []
+    else:  # none, summary_only
+        earlier = []
+    messages += [m.model_dump(exclude_none=True) for m in earlier]
+    if ctx.input.text is not None:
+        messages.append({"role": "user", "content": ctx.input.text})
+    child.data.messages = messages  # type: ignore[union-attr]
+    ctx.log.emit("handoff_context", owner, target=handoff.agent, passed=passed, history=strategy,
+                 messages=len(messages))
+
+
+def member_of(router: RouterAgent | None, name: str) -> RouterMember | None:
+    if router is None:
+        return None
+    return next((m for m in router.members if m.agent == name), None)
+
+
+def return_to_parent_tools(ctx: TurnContext, frame: Frame) -> list[ToolSchema]:
+    """`__return_to_parent__` for a member a supervisor handed the conversation to with RETURN: true
+    (ABL 3.10): the member gives the message back and waits, its transcript and values kept, until
+    the supervisor routes to it again."""
+    router = ctx.started_by_router(frame)
+    member = member_of(router, frame.agent)
+    if member is None or not member.resume or router.rules is None:  # ADL ensembles: hand_back is enough
+        return []
+    return [ToolSchema(
+        name=RETURN_TO_PARENT,
+        description=(f"Give the conversation back to {router.name} when the user asks for something outside "
+                     "your task (a digression). You wait, with everything gathered so far, and carry on "
+                     "when the user comes back to your task."),
+        parameters={"type": "object", "properties": {"reason": {"type": "string"}}})]
+
+
+# ---- ABL 3.15: the supervisor's pre-classification pipeline -----------------------------------------
+
+
+@dataclass
+class PipelineConfig:
+    """EXECUTION.pipeline of a supervisor, with the spec's defaults for what it does not say."""
+
+    enabled: bool = False
+    mode: str = "parallel"
+    model: str = "qwen3-30b"
+    short_circuit: bool = True
+    threshold: float = 0.85
+    tool_filter: bool = True
+    max_tools: int = 6
+    veto: bool = True
+    keywords: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, router: RouterAgent) -> PipelineConfig:
+        raw = router.rules.execution.pipeline if router.rules is not None else {}
+        if not isinstance(raw, dict) or not raw:
+            return cls()
+
+        def block(name: str) -> dict:
+            value = raw.get(name)
+            return value if isinstance(value, dict) else {}
+
+        def number(value: Any, default: float) -> float:
+            try:
+                return float(value)
+            except (TypeError, ValueError):
+                return default
+
+        short, tools, veto = block("shortCircuit"), block("toolFilter"), block("keywordVeto")
+        words = veto.get("keywords") or []
+        return cls(enabled=bool(raw.get("enabled", False)),
+                   mode=str(raw.get("mode") or "parallel").lower(),
+                   model=str(raw.get("model") or cls.model),
+                   short_circuit=bool(short.get("enabled", True)),
+                   threshold=number(short.get("confidenceThreshold"), cls.threshold),
+                   tool_filter=bool(tools.get("enabled", True)),
+                   max_tools=max(1, int(number(tools.get("maxTools"), cls.max_tools))),
+                   veto=bool(veto.get("enabled", True)),
+                   keywords=tuple(str(w) for w in (words if isinstance(words, list) else [words])))
+
+    def vetoed_by(self, text: str) -> list[str]:
+        if not self.veto:
+            return []
+        return [w for w in self.keywords if re.search(rf"(?<!\w){re.escape(w)}(?!\w)", text, re.IGNORECASE)]
+
+
+CLASSIFY_TOOL = "classify_intent"
+CLASSIFY_MAX_TOKENS = 300  # abl-specification 3.15: "fast model, 300 tokens max"
+
+
+def classify_request(router: RouterAgent, candidates, text: str, model: str) -> LLMRequest:
+    names = [c.name for c in candidates]
+    lines = "\n".join(f"- {c.name}: {describe_agent(c)}" for c in candidates)
+    system = (f"You classify the intent of a customer's message for {router.name}"
+              f"{' (' + router.description + ')' if router.description else ''}. The agents:\n{lines}\n"
+              f"Call {CLASSIFY_TOOL} with the one agent the message is for (or none) and your confidence "
+              "from 0 to 1; give a low confidence when the message asks for several things.")
+    tool = ToolSchema(name=CLASSIFY_TOOL, description="The intent of the user's latest message.",
+                      parameters={"type": "object", "properties": {
+                          "intent": {"type": "string", "enum": [*names, prompts.NONE_CHOICE]},
+                          "confidence": {"type": "number"}}, "required": ["intent", "confidence"]})
+    return LLMRequest(purpose="route", messages=[ChatMessage(role="system", content=system),
+                                                 ChatMessage(role="user", content=text)],
+                      tools=[tool], tool_choice=CLASSIFY_TOOL, max_tokens=CLASSIFY_MAX_TOKENS,
+                      plan=f"pre_classify ({model})")
+
+
+def digression_by_llm(ctx: TurnContext, frame: Frame, text: str) -> str | None:
+    """An ABL flow under a supervisor asked for a field and the message gave none by pattern: with no
+    local understanding model, one `understand` call says whether the user turned to another member
+    (`switch:<agent>`) or not (`none`). No call for a message of fewer than two words ("100", "ok")."""
+    from frontdesk.runtime.policies import few_words, switch_candidates
+
+    others = switch_candidates(ctx, frame)
+    if not others or not ctx.llm_classifies or not text or few_words(text):
+        return None
+    request = prompts.understand_request(ctx.program.agents[frame.agent], [], others, [], ctx.state.history,
+                                         ctx.program.settings.history_window)
+    try:
+        response = ctx.complete(request, frame.agent)
+    except LLMError as exc:
+        ctx.log.emit("error", frame.agent, where="digression", message=str(exc))
+        return None
+    call = response.tool_calls[0].arguments if response.tool_calls else {}
+    choice = str(call.get("choice") or "")
+    target = choice[len("switch:"):] if choice.startswith("switch:") else None
+    if target not in {a.name for a in others}:
+        ctx.log.emit("step", frame.agent, action="no digression: the LLM read the message as for this agent",
+                     choice=choice or prompts.NONE_CHOICE)
+        return None
+    ctx.log.emit("route_decided", frame.agent, agent=target, by="understand (llm)", reason="the user changed topic")
+    return target

@@ -54,6 +54,12 @@ class ReasoningData(BaseModel):
     refused_finish: bool = False
     # the model's answer being acted on: its words, and the finish / hand_back it asked for
     answer: dict[str, Any] = Field(default_factory=dict)
+    # context compaction: the first `compacted` messages are not sent any more; `summary` stands for
+    # them (the transcript itself is kept whole)
+    summary: str = ""
+    compacted: int = 0
+    # a fan_out call being run: its call id, the tasks left and the results so far
+    fan_out: dict[str, Any] = Field(default_factory=dict)
 
 
 class RouterData(BaseModel):
@@ -181,6 +187,9 @@ class SessionState(BaseModel):
     next_frame: int = 1  # numbering of frame ids
     next_thread: int = 1  # numbering of thread ids
     tokens: dict[str, int] = Field(default_factory=lambda: {"prompt": 0, "completion": 0, "calls": 0})
+    # system variables the runtime sets (ABL 8.8): all_fields_gathered, tool_failures, match,
+    # _validation_retries, _clarification_count, ...; read through Ref space "system"
+    system: dict[str, Any] = Field(default_factory=dict)
 
     @property
     def ended(self) -> bool:

@@ -21,6 +21,8 @@ from frontdesk.ir.models import (
     FlowAgent,
     Handoff,
     HttpBinding,
+    McpBinding,
+    McpServer,
     Program,
     PythonBinding,
     ReasoningAgent,
@@ -167,15 +169,57 @@ def _rule_targets(agent: Agent) -> set[str]:
 
 def compile_tool_library(doc: Document, bag: DiagnosticBag, names: Names) -> list[ToolDef]:
     ctx = SectionContext(bag=bag, file=doc.shown, agent="", fmt=doc.fmt, names=names)
+    servers = _mcp_servers(doc.root.get("MCP_SERVERS"), ctx)
     section = doc.root.get("TOOLS")
     nodes = section.children if section is not None else [c for c in doc.root.children if c.key is None]
-    return [t for t in (tool_from_line(n, ctx) for n in nodes) if t is not None]
+    return [t for t in (tool_from_line(n, ctx, servers) for n in nodes) if t is not None]
+
+
+_MCP_SERVER_KEYS = ["command", "args", "env", "cwd", "url", "headers", "timeout"]
+
+
+def _mcp_servers(section: Node | None, ctx: SectionContext) -> dict[str, McpServer | None]:
+    """The MCP servers a tool library declares (our extension), each once under its name:
+    `command:` (with `args:`, `env:`, `cwd:`) for a server started as a subprocess speaking stdio,
+    or `url:` (with `headers:`) for a streamable HTTP endpoint; `timeout:` in seconds (`command:
+    python` is the interpreter Frontdesk runs in). The tools
+    they serve are written as signatures with `mcp: <server>` (and `mcp_tool:` when the server
+    names the tool differently): the contract stays in the source and `frontdesk check` starts
+    no server. A server that does not compile maps to None (its tools become stubs)."""
+    servers: dict[str, McpServer | None] = {}
+    for node in section.entries() if section is not None else []:
+        props = {c.key.lower(): c for c in node.entries()}
+        for child in node.entries():
+            if child.key.lower() not in _MCP_SERVER_KEYS:
+                ctx.unknown_key(child, _MCP_SERVER_KEYS, f"MCP server {node.key}")
+        args = ctx.data(props.get("args"))
+        env = ctx.data(props.get("env"))
+        headers = ctx.data(props.get("headers"))
+        data = {"name": node.key, "command": ctx.text(props.get("command")) or None,
+                "args": [str(a) for a in args] if isinstance(args, list) else ([str(args)] if args else []),
+                "env": {str(k): str(v) for k, v in env.items()} if isinstance(env, dict) else {},
+                "cwd": ctx.text(props.get("cwd")) or None, "url": ctx.text(props.get("url")) or None,
+                "headers": {str(k): str(v) for k, v in headers.items()} if isinstance(headers, dict) else {}}
+        if "timeout" in props:
+            data["timeout"] = ctx.number(props["timeout"])
+        if node.key in servers:
+            ctx.error(codes.DUPLICATE_NAME, f"MCP server {node.key} is declared twice", node)
+            continue
+        try:
+            servers[node.key] = McpServer(**data)
+        except Exception as exc:  # noqa: BLE001 - a server the IR refuses (no transport, a literal secret)
+            message = str(exc).splitlines()
+            ctx.error(codes.BAD_VALUE, f"MCP server {node.key} is not valid: "
+                      f"{next((m for m in message[1:] if m.strip()), message[0]).strip()}", node)
+            servers[node.key] = None
+    return servers
 
 
 _HTTP_KEYS = ("method", "url", "endpoint", "headers", "query", "body", "body_template", "timeout")
 
 
-def tool_from_line(node: Node, ctx: SectionContext) -> ToolDef | None:
+def tool_from_line(node: Node, ctx: SectionContext,
+                   servers: dict[str, McpServer | None] | None = None) -> ToolDef | None:
     """A TOOLS entry: a signature line with its properties (description, auth, confirmation, HTTP)."""
     if node.item and node.children:
         node = node.children[0] if node.children[0].key is None else node
@@ -200,6 +244,8 @@ def tool_from_line(node: Node, ctx: SectionContext) -> ToolDef | None:
         # our extension for tool libraries: `python: tools.py` (and `function:`), a function of the
         # project's Python file that returns the tool's value
         binding = PythonBinding(module=ctx.text(props["python"]), function=ctx.text(props.get("function")) or name)
+    elif "mcp" in props:
+        binding = _mcp_binding(name, props, ctx, servers or {})
     auth = None
     if "auth_profile" in props or "auth_jit" in props:
         auth = ToolAuth(profile=ctx.text(props.get("auth_profile")), jit=ctx.boolean(props.get("auth_jit")),
@@ -210,7 +256,9 @@ def tool_from_line(node: Node, ctx: SectionContext) -> ToolDef | None:
     if any(k in props for k in ("side_effects", "confirm", "immutable")):
         confirmation = ToolConfirmation(side_effects=ctx.boolean(props.get("side_effects")),
                                         require=ctx.choice(props.get("confirm"), ("always", "never", "when_side_effects")),
-                                        immutable=ctx.names_list(props.get("immutable")))
+                                        immutable=ctx.names_list(props.get("immutable")),
+                                        # our extension: the question asked before the call
+                                        message=ctx.text(props.get("confirm_message")))
     return ToolDef(name=name, description=description, params=params, returns=returns, binding=binding,
                    convention="value", auth=auth, confirmation=confirmation, span=node.span)
 
@@ -235,6 +283,21 @@ def extra_problems(props: dict[str, Node], node: Node, ctx: SectionContext) -> N
                     "choose confirm: when_side_effects, always or never")
     if "confirm" in props:
         ctx.choice(props["confirm"], ("always", "never", "when_side_effects"))
+
+
+def _mcp_binding(name: str, props: dict[str, Node], ctx: SectionContext, servers: dict[str, McpServer | None]):
+    """`mcp: <server>`: the tool is served by an MCP server the library declares under MCP_SERVERS."""
+    wanted = ctx.text(props["mcp"])
+    if wanted not in servers:
+        guess = did_you_mean(wanted, list(servers))
+        ctx.error(codes.MISSING_KEY, f"tool {name} names the MCP server '{wanted}', which this tool library "
+                  "does not declare", props["mcp"].value_span(),
+                  f"did you mean {guess}?" if guess else "declare it under MCP_SERVERS: with command: or url:")
+        return StubBinding()
+    server = servers[wanted]
+    if server is None:
+        return StubBinding()
+    return McpBinding(server=server, tool=ctx.text(props.get("mcp_tool")) or name)
 
 
 def _http_binding(props: dict[str, Node], ctx: SectionContext):
@@ -504,6 +567,7 @@ def _declarative(sections: dict[str, Node], ctx: SectionContext, rules: AgentRul
             meta.compile_metadata(section, sections[section], ctx, rules)
     if "BEHAVIOR_PROFILES" in sections:
         rules.metadata["BEHAVIOR_PROFILES"] = ctx.data(sections["BEHAVIOR_PROFILES"])
+        meta.compile_behavior_profiles(sections["BEHAVIOR_PROFILES"], ctx, rules)
 
 
 def _use_profile(name: str, node: Node | Span, ctx: SectionContext, rules: AgentRules) -> None:
@@ -515,6 +579,10 @@ def _use_profile(name: str, node: Node | Span, ctx: SectionContext, rules: Agent
     rules.behavior_profiles.append(name)
     if name in ctx.names.profile_data:
         rules.metadata.setdefault("behavior_profiles", {})[name] = ctx.names.profile_data[name]
+        from .sections.meta import add_profile
+
+        if isinstance(ctx.names.profile_data[name], dict):
+            add_profile(name, ctx.names.profile_data[name], ctx, rules, node if isinstance(node, Node) else None)
 
 
 def _first(item: Node) -> Node:
@@ -539,11 +607,39 @@ def _escalate(section: Node, ctx: SectionContext, rules: AgentRules) -> None:
     for item in items:
         holder = Node(key=None, value=None, span=item.span, children=item.children)
         when = holder.get("WHEN")
-        if when is not None and when.text:
-            ctx.condition(when.text, when)
+        condition = ctx.condition(when.text, when) if when is not None and when.text else None
         priority = holder.get("PRIORITY")
+        level = "medium"
         if priority is not None:
             ctx.choice(priority, ("low", "medium", "high", "critical"))
+            level = (priority.text or "medium").strip().lower()
+        if condition is not None:
+            from frontdesk.ir.behaviour import EscalationTrigger
+
+            respond = holder.get("RESPOND")
+            rules.escalation.append(EscalationTrigger(
+                when=condition, reason=ctx.text(holder.get("REASON")),
+                priority=level if level in ("low", "medium", "high", "critical") else "medium",
+                respond=ctx.template(respond.text, respond) if respond is not None and respond.text else None,
+                span=item.span))
+    after = section.get("on_human_complete") if triggers is not None else None
+    for item in after.items() if after is not None else []:
+        head = item.children[0] if item.children else None
+        words = (head.key or head.text or "").strip().rstrip(":").strip() if head is not None else ""
+        if head is None or not words.upper().startswith("IF "):
+            ctx.error(codes.SYNTAX, "an on_human_complete entry is - IF <condition>: with RESPOND / COMPLETE / "
+                      "CONTINUE under it", _first(item), "for example - IF human.resolved == true:")
+            continue
+        from frontdesk.ir.behaviour import Action, CompletionRule
+
+        respond = head.get("RESPOND")
+        extra = {"complete": ctx.boolean(head.get("COMPLETE")),
+                 "continue": ctx.text(head.get("CONTINUE")), "context": ctx.text(head.get("CONTEXT"))}
+        rules.after_human.append(CompletionRule(
+            when=ctx.condition(words[3:].strip(), head),
+            action=Action(respond=ctx.template(respond.text, respond) if respond is not None and respond.text
+                          else None, extra=extra),
+            span=item.span))
 
 
 def _delegates(section: Node | None, ctx: SectionContext) -> list[Delegation]:
@@ -588,34 +684,51 @@ def _handoffs(section: Node | None, ctx: SectionContext) -> list[Handoff]:
         name = target.value.strip()
         if not _check_agent(name, target.value_span(), ctx, "HANDOFF"):
             continue
-        context = item.get("CONTEXT")
-        passes = ctx.names_list(context.get("pass")) if context is not None else []
-        passes += ctx.names_list(item.get("PASS"))
-        summary_node = context.get("summary") if context is not None else None
-        history_node = context.get("history") if context is not None else None
-        history = "none"
-        if history_node is not None:
-            data = ctx.data(history_node)
-            history = f"last_n:{data.get('last_n')}" if isinstance(data, dict) and "last_n" in data else \
-                str(data or "none")
-        on_return: dict = {}
-        extra: dict = {}
-        returned = item.get("ON_RETURN")
-        if returned is not None:
-            mapping = returned.get("map")
-            for entry in mapping.entries() if mapping is not None else []:
-                on_return[entry.key] = ctx.value(entry)
-            if returned.value or returned.get("action") is not None:
-                extra["on_return"] = returned.text or ctx.text(returned.get("action"))
-        for key in ("async", "asyncTimeout", "remote"):
-            node = item.get(key)
-            if node is not None:
-                extra[key.lower()] = ctx.data(node)
-        out.append(Handoff(agent=name, purpose=ctx.text(item.get("WHEN")), resume=ctx.boolean(item.get("RETURN")),
-                           passes=[p.split(".")[-1] for p in passes], when=ctx.text(item.get("WHEN")),
-                           summary=ctx.template(summary_node.text, summary_node) if summary_node is not None else None,
-                           history=history, on_return=on_return, extra=extra, span=item.span))
+        out.append(_handoff_of(item, name, ctx))
     return out
+
+
+def _handoff_of(item: Node, name: str, ctx: SectionContext) -> Handoff:
+    """One HANDOFF entry to `name` (checked to be an agent): CONTEXT, history, RETURN, ON_RETURN."""
+    context = item.get("CONTEXT")
+    passes = ctx.names_list(context.get("pass")) if context is not None else []
+    passes += ctx.names_list(item.get("PASS"))
+    summary_node = context.get("summary") if context is not None else None
+    history_node = context.get("history") if context is not None else None
+    history = "none"
+    if history_node is not None:
+        data = ctx.data(history_node)
+        history = f"last_n:{data.get('last_n')}" if isinstance(data, dict) and "last_n" in data else \
+            str(data or "none")
+    on_return: dict = {}
+    extra: dict = {}
+    returned = item.get("ON_RETURN")
+    if returned is not None:
+        mapping = returned.get("map")
+        for entry in mapping.entries() if mapping is not None else []:
+            on_return[entry.key] = ctx.value(entry)
+        if returned.value or returned.get("action") is not None:
+            extra["on_return"] = returned.text or ctx.text(returned.get("action"))
+    for key in ("async", "asyncTimeout", "remote"):
+        node = item.get(key)
+        if node is not None:
+            extra[key.lower()] = ctx.data(node)
+    return Handoff(agent=name, purpose=ctx.text(item.get("WHEN")), resume=ctx.boolean(item.get("RETURN")),
+                   passes=[p.split(".")[-1] for p in passes], when=ctx.text(item.get("WHEN")),
+                   summary=ctx.template(summary_node.text, summary_node) if summary_node is not None else None,
+                   history=history, on_return=on_return, extra=extra, span=item.span)
+
+
+_WHEN_EXPRESSION = re.compile(r"==|!=|>=|<=|\s[<>]\s|\bIS\s+(?:NOT\s+)?SET\b|\b(?:AND|OR|NOT)\b|^[\w.]+$")
+
+
+def _when_condition(node: Node | None, ctx: SectionContext):
+    """A supervisor's WHEN written as an expression (`language == "es"`, `user.wants_human`) as a
+    condition the runtime evaluates; words for a model ("user asks about refunds") give None."""
+    text = ctx.text(node)
+    if not text or not _WHEN_EXPRESSION.search(text):
+        return None
+    return ctx.condition(text, node)
 
 
 def _supervisor(doc: Document, sections: dict[str, Node], ctx: SectionContext, rules: AgentRules,
@@ -643,6 +756,7 @@ def _supervisor(doc: Document, sections: dict[str, Node], ctx: SectionContext, r
             if _check_agent(name, line.value_span(), ctx, "ROUTING"):
                 member = members.setdefault(name, RouterMember(agent=name, span=line.span))
                 member.description = ctx.text(node.get("WHEN"))
+                member.condition = _when_condition(node.get("WHEN"), ctx)
                 member.passes = ctx.names_list(node.get("PASS"))
             continue
         text = line.value or ""
@@ -673,10 +787,13 @@ def _supervisor(doc: Document, sections: dict[str, Node], ctx: SectionContext, r
             continue
         member = members.setdefault(name, RouterMember(agent=name, span=item.span))
         member.description = ctx.text(item.get("WHEN"))
+        member.condition = _when_condition(item.get("WHEN"), ctx)
         returns = item.get("RETURN")
         member.resume = ctx.boolean(returns, default=True)
         context = item.get("CONTEXT")
         member.passes = ctx.names_list(context.get("pass")) if context is not None else ctx.names_list(item.get("PASS"))
+        member.handoff = _handoff_of(item, name, ctx)
+        member.handoff.resume = member.resume
     protocol = sections.get("HANDOFF_PROTOCOL")
     if protocol is not None:
         rules.metadata["HANDOFF_PROTOCOL"] = ctx.data(protocol)

@@ -94,6 +94,7 @@ class _FlowBuilder:
     digressions: list[Node] = field(default_factory=list)
     params: dict[str, list[str]] = field(default_factory=dict)  # tool -> its parameter names, in order
     reported: set = field(default_factory=set)  # unknown step names already reported (name, line, column)
+    corrects: list[str] = field(default_factory=list)  # fields of steps with CORRECTIONS: true
     counter: int = 0
 
     def new_id(self, step: str, what: str) -> str:
@@ -165,6 +166,10 @@ def compile_flow(section: Node, ctx: SectionContext, rules: AgentRules, instruct
     for index, name in enumerate(b.order):
         after = b.order[index + 1] if index + 1 < len(b.order) else COMPLETE_NODE
         _compile_step(b, name, b.steps[name], after)
+    if b.corrects:  # a gathered value may be corrected at any later question of the flow
+        for n in b.nodes.values():
+            if isinstance(n, ListenNode):
+                n.corrects = list(b.corrects)
     graph = StepGraph(entry=b.order[0], nodes=b.nodes, labels={name: name for name in b.order})
     return graph, b.extra_agents
 
@@ -270,10 +275,16 @@ def _compile_step(b: _FlowBuilder, name: str, node: Node, after: str) -> None:
             gathered = True
             fields = _step_fields(b, props, name)
             if fields:
-                link(_gather(b, name, fields, props))
+                on_invalid = None
+                if "ON_FAIL" in props and "CALL" not in props:  # the step's ON_FAIL: validation gave up
+                    on_invalid = _block(b, name, props["ON_FAIL"], exit_id)
+                if ctx.boolean(props.get("CORRECTIONS")):
+                    b.corrects += [f.name for f in fields if f.name not in b.corrects]
+                link(_gather(b, name, fields, props, on_invalid))
         elif key == "RESPOND":
             link([_say(b, name, "respond", node_)])
-    if "ON_INPUT" in props or "SUB_INTENTS" in props or "DIGRESSIONS" in props:
+    # a step that gathers listens at its questions (with its digressions); another one listens here
+    if "ON_INPUT" in props or (("SUB_INTENTS" in props or "DIGRESSIONS" in props) and not gathered):
         link(_on_input(b, name, props))
     for key in ("DELEGATE", "HANDOFF", "ESCALATE"):
         if key in props:
@@ -510,13 +521,13 @@ def _on_input(b: _FlowBuilder, step: str, props: dict[str, Node]) -> list:
 
 
 def _digressions(b: _FlowBuilder, step: str, props: dict[str, Node], listen: ListenNode) -> list:
-    items = [*(props["SUB_INTENTS"].items() if "SUB_INTENTS" in props else []),
-             *(props["DIGRESSIONS"].items() if "DIGRESSIONS" in props else []), *b.digressions]
+    sub = props["SUB_INTENTS"].items() if "SUB_INTENTS" in props else []
+    items = [*sub, *(props["DIGRESSIONS"].items() if "DIGRESSIONS" in props else []), *b.digressions]
     if not items:
         return []
     join = b.new_id(step, "join")
     cases: list[BranchCase] = []
-    for item in items:
+    for index, item in enumerate(items):
         holder = Node(key=None, value=None, span=item.span, children=item.children)
         intent = holder.get("INTENT")
         if intent is None or not intent.text:
@@ -526,14 +537,23 @@ def _digressions(b: _FlowBuilder, step: str, props: dict[str, Node], listen: Lis
         condition: Condition = ClaimsCondition(source=f'the user claims "{intent.text}"', examples=examples)
         nodes = _actions(b, step, holder)
         goto = holder.get("GOTO")
-        resume = b.ctx.boolean(holder.get("RESUME"), default=True)
-        exit_id = b.target(goto.text, goto) if goto is not None else (step if resume else join)
+        # RESUME: back to the step (re-asking its question) afterwards; the default is true for a
+        # SUB_INTENT (it does not leave the step) and false for a digression, which then ends the flow
+        resume = b.ctx.boolean(holder.get("RESUME"), default=index < len(sub))
+        exit_id = b.target(goto.text, goto) if goto is not None else (step if resume else COMPLETE_NODE)
         exit_id = exit_id or join
         for i, n in enumerate(nodes):
             if n.next is None and not isinstance(n, ReturnNode):
                 n.next = nodes[i + 1].id if i + 1 < len(nodes) else exit_id
             b.add(n)
-        cases.append(BranchCase(condition=condition, target=nodes[0].id if nodes else exit_id, span=item.span))
+        target = nodes[0].id if nodes else exit_id
+        extra = holder.get("CONDITION")
+        if extra is not None and extra.text:  # the intent, and this condition besides
+            gate = BranchNode(id=b.new_id(step, "condition"), cases=[BranchCase(
+                condition=b.ctx.condition(extra.text, extra), target=target)], otherwise=join)
+            b.add(gate)
+            target = gate.id
+        cases.append(BranchCase(condition=condition, target=target, span=item.span))
     branch = BranchNode(id=b.new_id(step, "digress"), cases=cases, otherwise=join)
     listen.classifies = branch.id
     return [branch, _noop(join)]
@@ -565,9 +585,13 @@ def _step_fields(b: _FlowBuilder, props: dict[str, Node], step: str) -> list[Gat
     return out
 
 
-def _gather(b: _FlowBuilder, step: str, fields: list[GatherField], props: dict[str, Node]) -> list:
-    """For each required field not set: ask for it, listen (any of the step's fields may be given),
-    and check again; then go on. COMPLETE_WHEN replaces the check that every required field is set."""
+def _gather(b: _FlowBuilder, step: str, fields: list[GatherField], props: dict[str, Node],
+            on_invalid: str | None = None) -> list:
+    """For each field to ask for that is not settled: ask for it, listen (any of the step's fields may be
+    given), and check all of them again; then fill defaults and go on. A field is settled when it is
+    set, or when it is not active: `progressive` until its depends_on fields are given (and not false),
+    `when` while its condition does not hold; `optional` fields are never asked for. COMPLETE_WHEN,
+    when given, ends the step as soon as it holds, whatever is still missing."""
     ctx = b.ctx
     gather = props.get("GATHER")
     prompt_node = props.get("PROMPT") or (gather.get("PROMPT") if gather is not None else None)
@@ -575,17 +599,21 @@ def _gather(b: _FlowBuilder, step: str, fields: list[GatherField], props: dict[s
     strategy_name = ctx.choice(strategy, ("llm", "pattern", "hybrid"), default="llm") if strategy is not None else "llm"
     step_prompt = ctx.text(prompt_node)
     names = [f.name for f in fields]
-    required = [f for f in fields if f.required] or fields
+    asked = [f for f in fields if f.required] or fields
+    gathered = _noop(b.new_id(step, "gathered"))
+    complete_when = props.get("COMPLETE_WHEN")
+    done = ctx.condition(complete_when.text, complete_when) if complete_when is not None else None
     out: list = []
-    first_ask: str | None = None
-    for f in required:
-        ask = SayNode(id=b.new_id(step, f"ask_{f.name}_"), text=ctx.template(
-            f.prompt or step_prompt or f"What is your {f.name.replace('_', ' ')}?", prompt_node))
-        listen = ListenNode(id=b.new_id(step, "listen"), extracts=names, strategy=strategy_name)
-        check = BranchNode(id=b.new_id(step, f"has_{f.name}_"), cases=[BranchCase(
-            condition=ExprCondition(source=f"{f.name} IS SET", expr=IsSet(item=Ref(scope=SESSION, name=f.name))),
-            target="")], otherwise=ask.id)
-        again = JumpNode(id=b.new_id(step, "again"), target=check.id, target_name=step)
+    if done is not None:
+        out.append(BranchNode(id=b.new_id(step, "complete_when"), cases=[BranchCase(condition=done,
+                                                                                    target=gathered.id)]))
+    agains: list[JumpNode] = []
+
+    def question(text: str, where) -> tuple[SayNode, ListenNode, JumpNode]:
+        ask = SayNode(id=b.new_id(step, text), text=ctx.template(where[0], where[1]))
+        listen = ListenNode(id=b.new_id(step, "listen"), extracts=names, strategy=strategy_name,
+                            on_invalid=on_invalid)
+        again = JumpNode(id=b.new_id(step, "again"), target="", target_name=step)
         ask.next, listen.next = listen.id, again.id
         escapes = _digressions(b, step, props, listen)
         if escapes:  # the user may turn away while asked for a field
@@ -595,17 +623,56 @@ def _gather(b: _FlowBuilder, step: str, fields: list[GatherField], props: dict[s
             b.add(join)
         for n in (ask, listen, again):
             b.add(n)
-        out.append(check)
-        first_ask = first_ask or ask.id
-    complete_when = props.get("COMPLETE_WHEN")
-    if complete_when is not None:
-        done = ctx.condition(complete_when.text, complete_when)
+        agains.append(again)
+        return ask, listen, again
+
+    for f in asked:
+        ask, _, _ = question(f"ask_{f.name}_", (f.prompt or step_prompt or f"What is your {f.name.replace('_', ' ')}?",
+                                                prompt_node))
+        out.append(BranchNode(id=b.new_id(step, f"has_{f.name}_"), cases=[BranchCase(
+            condition=ExprCondition(source=_settled_source(f), expr=_settled(f)), target="")], otherwise=ask.id))
+    if done is not None:
+        ask, _, _ = question("ask_more_", (step_prompt or "Is there anything else you can tell me?", prompt_node))
         out.append(BranchNode(id=b.new_id(step, "complete_when"), cases=[BranchCase(condition=done, target="")],
-                              otherwise=first_ask))
-    out.append(_noop(b.new_id(step, "gathered")))
-    for i, n in enumerate(out[:-1]):  # a check that holds goes on to the next one, the last to the rest
-        n.cases[0].target = out[i + 1].id
+                              otherwise=ask.id))
+    for again in agains:  # after an answer, everything is checked again (a correction may undo a field)
+        again.target = out[0].id
+    defaults = [Assignment(target=Ref(scope=SESSION, name=f.name),
+                           value=Call(fn="COALESCE", args=[Ref(scope=SESSION, name=f.name), Lit(value=f.default)]))
+                for f in fields if f.default is not None]
+    if defaults:
+        out.append(AssignNode(id=b.new_id(step, "defaults"), assignments=defaults))
+        if done is not None:  # COMPLETE_WHEN holding early still fills the defaults
+            out[0].cases[0].target = out[-1].id
+    out.append(gathered)
+    for i, n in enumerate(out[:-1]):  # a check that holds goes on to the next node
+        if isinstance(n, BranchNode) and n.cases[0].target == "":
+            n.cases[0].target = out[i + 1].id
     return out
+
+
+def _settled(f: GatherField) -> Expr:
+    """`f IS SET`, or the field is not active (progressive without its depends_on, `when` not holding)."""
+    from frontdesk.ir.expr import BoolOp, Compare, Not
+
+    has = IsSet(item=Ref(scope=SESSION, name=f.name))
+    if f.activation == "progressive" and f.depends_on:
+        ready = BoolOp(op="and", items=[
+            BoolOp(op="and", items=[IsSet(item=Ref(scope=SESSION, name=d)),
+                                    Compare(cmp="!=", left=Ref(scope=SESSION, name=d), right=Lit(value=False))])
+            for d in f.depends_on])
+        return BoolOp(op="or", items=[has, Not(item=ready)])
+    if f.activation == "when" and isinstance(f.when, ExprCondition):
+        return BoolOp(op="or", items=[has, Not(item=f.when.expr)])
+    return has
+
+
+def _settled_source(f: GatherField) -> str:
+    if f.activation == "progressive" and f.depends_on:
+        return f"{f.name} IS SET OR NOT ({' AND '.join(f.depends_on)} given)"
+    if f.activation == "when" and isinstance(f.when, ExprCondition):
+        return f"{f.name} IS SET OR NOT ({f.when.source})"
+    return f"{f.name} IS SET"
 
 
 def _reasoning_step(b: _FlowBuilder, step: str, props: dict[str, Node]) -> InvokeNode:

@@ -18,6 +18,8 @@ ErrorKind = Literal[
     "bad_result",  # the value does not fit the tool's `returns`, or the response cannot be read
     "too_large",  # the response is longer than the binding allows
     "config",  # the binding cannot be used as configured (a missing environment variable, a bad url)
+    "declined",  # the user did not approve a call that needs approval (ABL `confirm:`); it did not run
+    "awaiting_confirmation",  # the call waits for the user's approval, asked this turn; it did not run
 ]
 
 # What the caller (and, through `${tool.message}`, the customer) is told when a tool breaks; the

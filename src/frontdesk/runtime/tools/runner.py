@@ -11,6 +11,7 @@ import httpx
 
 from frontdesk.ir.models import (
     HttpBinding,
+    McpBinding,
     Program,
     PythonBinding,
     StubBinding,
@@ -19,6 +20,7 @@ from frontdesk.ir.models import (
 
 from .conventions import return_convention
 from .http import HttpCalls
+from .mcp import McpSessions
 from .python import PythonFunctions, Returned, ToolLoadError, describe
 from .result import ToolResult, bound_result, cut_marker, failed
 from .schema import schema_problem
@@ -30,7 +32,8 @@ class ToolRunner(Protocol):
 
 
 class ProgramToolRunner:
-    """Runs the tools of `program`, each through its binding (Python function, HTTP endpoint, stub).
+    """Runs the tools of `program`, each through its binding (Python function, HTTP endpoint, MCP
+    server, stub).
 
     Each call is bounded by the program's `tools:` settings for the tool (`limits_for`): its time
     limit, the printed output kept, the length of each text of the result. `timeout` overrides the
@@ -46,6 +49,7 @@ class ProgramToolRunner:
         self.timeout = timeout if timeout is not None else program.settings.tools.timeout  # imports
         self.python = PythonFunctions(self.root, self.timeout)
         self.http = HttpCalls(env=env, client=http_client)
+        self.mcp = McpSessions(self.root, env=env)  # one session per MCP server, opened at first use
 
     def function(self, tool: ToolDef) -> Callable[..., Any]:
         """The Python function of a Python-bound tool (ToolLoadError when it cannot be had)."""
@@ -55,6 +59,7 @@ class ProgramToolRunner:
 
     def close(self) -> None:
         self.http.close()
+        self.mcp.close()
 
     def call(self, tool: str, args: dict[str, Any]) -> ToolResult:
         tdef = self.program.tools.get(tool)
@@ -66,6 +71,8 @@ class ProgramToolRunner:
             timeout = self._timeout_override
         elif isinstance(binding, HttpBinding) and binding.timeout is not None:
             timeout = binding.timeout
+        elif isinstance(binding, McpBinding) and binding.server.timeout is not None:
+            timeout = binding.server.timeout
         else:
             timeout = limits.timeout
         if isinstance(binding, PythonBinding):
@@ -74,6 +81,8 @@ class ProgramToolRunner:
             returned = self.http.call(tdef, binding, args, timeout)
         elif isinstance(binding, StubBinding):
             returned = stub_answer(tool, binding, args)
+        elif isinstance(binding, McpBinding):
+            returned = self.mcp.call(tdef, binding, args, timeout)
         else:  # pragma: no cover - the IR admits no other binding
             returned = Returned(failure=failed("not_found", f"tool {tool} has a binding this runtime cannot call"))
         return finish(tdef, returned, limits.result_chars)

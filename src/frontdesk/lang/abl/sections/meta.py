@@ -51,3 +51,61 @@ def _tests(node: Node, ctx: SectionContext) -> None:
             ctx.error(codes.WRONG_SHAPE, "TESTS is a list of - name: ... cases", child)
         elif not any(c.key is not None for c in child.children):
             ctx.error(codes.WRONG_SHAPE, "a test case holds name:, input: and expectations", child)
+
+
+# ---- BEHAVIOR_PROFILES ------------------------------------------------------------------------------
+
+PROFILE_KEYS = ("name", "priority", "when", "instructions", "voice", "response_rules", "tools_hide", "tools_add",
+                "constraints", "gather_overrides", "flow_modifications", "flow_replace")
+
+
+def compile_behavior_profiles(node: Node, ctx: SectionContext, rules: AgentRules) -> None:
+    """BEHAVIOR_PROFILES (a list of `- NAME:` items) into `rules.profiles`."""
+    data = ctx.data(node)
+    if not isinstance(data, list):
+        ctx.error(codes.WRONG_SHAPE, "BEHAVIOR_PROFILES is a list of - NAME: <profile> items", node)
+        return
+    for item, where in zip(data, node.items() or [node] * len(data), strict=False):
+        if not isinstance(item, dict) or not str(item.get("name") or "").strip():
+            ctx.error(codes.MISSING_KEY, "a behaviour profile needs NAME", where, "write - NAME: <profile name>")
+            continue
+        add_profile(str(item["name"]).strip(), item, ctx, rules, where)
+
+
+def add_profile(name: str, data: dict, ctx: SectionContext, rules: AgentRules, where: Node | None = None) -> None:
+    """One profile, from its data (an inline item, or a .behavior_profile.abl document), into `rules.profiles`."""
+    from frontdesk.ir.behaviour import BehaviorProfile
+
+    from .rules import profile_constraint
+
+    if any(p.name == name for p in rules.profiles):
+        return
+    data = {str(k).lower(): v for k, v in data.items()}
+    profile = BehaviorProfile(name=name, span=where.span if where is not None else None)
+    priority = data.get("priority", 0)
+    if isinstance(priority, bool) or not isinstance(priority, (int, float)):
+        ctx.error(codes.BAD_VALUE, f"the PRIORITY of profile {name} is a number, not {priority!r}", where)
+    else:
+        profile.priority = priority
+    if data.get("when") not in (None, ""):
+        from ._common import condition
+
+        profile.when = condition(ctx, str(data["when"]), where)
+    profile.instructions = str(data.get("instructions") or "")
+    for field in ("tools_hide",):
+        value = data.get(field) or []
+        setattr(profile, field, [str(v) for v in (value if isinstance(value, list) else [value])])
+    tools_add = data.get("tools_add") or []
+    profile.tools_add = tools_add if isinstance(tools_add, list) else [tools_add]
+    for field in ("voice", "response_rules", "gather_overrides", "flow_modifications"):
+        value = data.get(field)
+        if isinstance(value, dict):
+            setattr(profile, field, value)
+    profile.flow_replace = str(data.get("flow_replace") or "")
+    constraints = data.get("constraints") or []
+    for entry in constraints if isinstance(constraints, list) else [constraints]:
+        constraint = profile_constraint(entry, ctx, where)
+        if constraint is not None:
+            profile.constraints.append(constraint)
+    profile.extra = {k: v for k, v in data.items() if k not in PROFILE_KEYS}
+    rules.profiles.append(profile)

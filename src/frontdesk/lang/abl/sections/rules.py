@@ -592,3 +592,44 @@ def _error_item(item: Node, ctx: SectionContext) -> ErrorHandler | None:
     apply_directives(directives, action, ctx)
     return ErrorHandler(on=on or "default", when=when, action=action, span=item.span)
 
+
+
+def profile_constraint(entry, ctx: SectionContext, where: Node | None) -> Constraint | None:
+    """A constraint of a behaviour profile, from its data: `{value: "REQUIRE <condition> [BEFORE ...]",
+    when: ..., on_fail: ...}` (or `{REQUIRE: "<condition>", ...}`)."""
+    if isinstance(entry, str):
+        entry = {"value": entry}
+    if not isinstance(entry, dict):
+        ctx.error(codes.WRONG_SHAPE, "a profile constraint is - REQUIRE <condition> with ON_FAIL: under it", where)
+        return None
+    entry = {str(k).lower(): v for k, v in entry.items()}
+    text = str(entry.get("value") or "")
+    for kind in CONSTRAINT_KINDS:
+        if kind.lower() in entry:
+            text = f"{kind} {entry[kind.lower()]}"
+    found = _LEAD_WORD.fullmatch(text.strip())
+    if not found or found.group(1).upper() not in CONSTRAINT_KINDS:
+        ctx.error(codes.BAD_VALUE, "a constraint starts with REQUIRE, WARN, LIMIT or RESTRICT", where)
+        return None
+    rest, checkpoint, tool = found.group(2), "turn", None
+    before = find_word(rest, "BEFORE")
+    if before >= 0:
+        checkpoint, tool = _checkpoint(rest[before + len("BEFORE"):].strip(), where.span if where else None, ctx)
+        rest = rest[:before]
+    constraint = Constraint(kind=found.group(1).lower(), condition=condition(ctx, rest.strip(), where),  # type: ignore[arg-type]
+                            checkpoint=checkpoint, tool=tool, source=text.strip(),  # type: ignore[arg-type]
+                            span=where.span if where is not None else None)
+    if entry.get("when") not in (None, ""):
+        constraint.when = condition(ctx, str(entry["when"]), where)
+    on_fail = entry.get("on_fail")
+    if isinstance(on_fail, str):
+        constraint.on_fail = parse_action(on_fail, ctx)
+    elif isinstance(on_fail, dict):
+        action = constraint.on_fail
+        for word, value in on_fail.items():
+            parse = parse_action(f"{str(word).upper()} {value}" if str(word).upper() in INLINE_WORDS
+                                 else str(value), ctx)
+            for name, got in parse.model_dump(exclude_defaults=True).items():
+                setattr(action, name, getattr(parse, name))
+            del got
+    return constraint
