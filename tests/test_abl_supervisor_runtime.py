@@ -112,7 +112,7 @@ def test_offline_supervisor_routes_where_is_my_package_to_order_tracking(tmp_pat
 
 
 def test_llm_routing_sees_the_handoff_when_words(tmp_path):
-    llm = ScriptedProvider([{"purpose": "route", "expect": "route here when user asks about delivery, shipping",
+    llm = ScriptedProvider([{"purpose": "route", "expect": "route here when: user asks about delivery, shipping",
                              "call": "route", "with": {"agent": "Order_Tracking"}}])
     run = run_conversation(_program(tmp_path, RETAIL), ["Where is my package?"], llm)
     assert "Tracking desk here." in _said(run)
@@ -171,8 +171,9 @@ def test_sequential_short_circuit_skips_the_routing_call(tmp_path):
     llm = ScriptedProvider([_classify("Returns_Desk", 0.95)])
     run = run_conversation(_pipeline_program(tmp_path), ["I want my money back for these shoes"], llm)
     assert "Returns desk here." in _said(run)
-    assert [r.plan for r in llm.calls] == ["pre_classify (qwen3-30b)"]  # one small call, no routing call
-    assert llm.calls[0].max_tokens == 300
+    assert [r.plan for r in llm.calls] == ["Classify_Support_Router"]  # one small call, no routing call
+    assert llm.calls[0].max_tokens == 300 and llm.calls[0].timeout == 10
+    assert llm.calls[0].model is None  # no model named: the configured chat model classifies
     pre = _events(run, "pre_classification")[0]["data"]
     assert pre["short_circuit"] is True and pre["mode"] == "sequential" and pre["confidence"] == 0.95
     # without the pipeline the same message costs the routing call
@@ -531,7 +532,7 @@ def test_support_hub_example_digression_with_an_llm_and_no_local_model(monkeypat
     program, diags = load_program(EXAMPLE)
     assert program is not None and not [d for d in diags if d.is_error]
     llm = ScriptedProvider([
-        {"purpose": "route", "expect": "route here when user wants to pay their credit card bill",
+        {"purpose": "route", "expect": "route here when: user wants to pay their credit card bill",
          "call": "route", "with": {"agent": "Card_Services"}},
         {"purpose": "understand", "expect": "switch:Account_Info", "call": "understand",
          "with": {"choice": "switch:Account_Info"}},

@@ -235,5 +235,5 @@ def test_llm_agent_args_in_words_work_end_to_end_with_a_scripted_model(tmp_path:
     assert set(set_args.parameters["properties"]) == {"claim number", "User ID", "date of incident"}
     state = run.engine.load_state(run.session_id)
     assert state.variables["claims"]["claim number"] == "C-17"
-    called = run.events_of("tool_called")[0]["data"]
+    called = run.events_of("tool_call")[0]["data"]
     assert called["args"] == {"claim_id": "C-17", "user": "u42"}

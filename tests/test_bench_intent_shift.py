@@ -139,13 +139,13 @@ def test_checker_tells_right_from_wrong():
     members, side_effects = {"order", "book_recommendation"}, {"place_order"}
     right = [
         {"type": "bot_message", "agent": "order", "data": {"text": "Done! Order 1 placed."}},
-        {"type": "tool_called", "agent": "order",
+        {"type": "tool_call", "agent": "order",
          "data": {"tool": "place_order", "args": {"ordered_book": "the glass orbit, Emberwild", "date": "x"}}},
     ]
     assert intent_shift.check_turn(turn, right, members, side_effects) == []
     wrong = right + [
         {"type": "agent_resumed", "agent": "book_recommendation", "data": {}},
-        {"type": "tool_called", "agent": "order", "data": {"tool": "place_order", "args": {"ordered_book": ["X"]}}},
+        {"type": "tool_call", "agent": "order", "data": {"tool": "place_order", "args": {"ordered_book": ["X"]}}},
     ]
     problems = intent_shift.check_turn(turn, wrong, members, side_effects)
     assert problems[0] == "agents ['order', 'book_recommendation'], expected ['order']"

@@ -398,7 +398,7 @@ def test_reasoning_agent_fills_args_calls_tools_and_finishes(tmp_path):
     run = run_conversation(prog, ["Z9 please"], llm)
     assert said(run) == ["Which code?", "Code Z9 is valid.", "Z9 belongs to Ada.",
                          "Helper said success; code was Z9"]
-    called = run.events_of("tool_called")[0]["data"]
+    called = run.events_of("tool_call")[0]["data"]
     assert called["args"] == {"code": "Z9"}  # filled from the agent's argument
     state = run.engine.load_state(run.session_id)
     assert state.variables["helper"]["owner"] == "Ada"
@@ -426,7 +426,7 @@ def test_an_llm_agent_started_before_any_user_message_runs_no_tool(tmp_path):
         {"purpose": "reason", "reply": "Hello! Which code should I look up?"},
     ])
     run = run_conversation(prog, [], llm)
-    assert run.events_of("tool_called") == []
+    assert run.events_of("tool_call") == []
     assert said(run) == ["Hello! Which code should I look up?"]
 
 

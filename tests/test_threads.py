@@ -82,7 +82,7 @@ def test_a_handoff_for_good_ends_the_agent_and_the_other_takes_over():
     assert texts(engine.send(sid, "42")) == ["Thanks."]
 
 
-def test_escalation_marks_the_session_and_the_flow_goes_on_after_it():
+def test_escalation_marks_the_session_and_the_flow_goes_on_after_the_person():
     program = b.program(b.flow("main", [
         b.say("How can I help?"), b.listen(),
         b.escalate("the user asked for a person", message="I am passing you to a colleague."),
@@ -95,9 +95,11 @@ def test_escalation_marks_the_session_and_the_flow_goes_on_after_it():
     escalated = next(e for e in result.events if e.type == "session_escalated")
     assert escalated.data["reason"] == "the user asked for a person"
     assert engine.load_state(sid).status == "escalated"
-    later = engine.send(sid, "hello?")
-    assert texts(later) == ["Still here."]
+    later = engine.send(sid, "hello?")  # the person has it: a holding reply, the flow does not move
+    assert texts(later) == ["A member of our team will reply here shortly."]
     assert engine.load_state(sid).status == "escalated"  # stays with the person
+    engine.human_completed(sid, {"resolved": True})
+    assert texts(engine.send(sid, "thanks")) == ["Still here."]
 
 
 # ---- a reasoning loop that delegates and resumes ----------------------------------------------

@@ -86,7 +86,7 @@ def test_a_flow_call_runs_after_yes_with_the_approved_arguments(tmp_path):
         "I'm about to charge the customer's card (amount: 25, note: order X1). Shall I go ahead?"]
     asked = kinds(first, "tool_confirmation_requested")
     assert asked and asked[0]["tool"] == "charge_card" and asked[0]["args"] == {"amount": 25, "note": "order X1"}
-    assert not [e for e in kinds(first, "tool_called") if e["tool"] == "charge_card"]
+    assert not [e for e in kinds(first, "tool_call") if e["tool"] == "charge_card"]
 
     second = engine.send(first.session_id, "yes please")
     assert [m.text for m in second.messages] == ["Paid: R-1."]

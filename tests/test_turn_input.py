@@ -448,7 +448,7 @@ def test_a_tool_call_with_a_required_argument_left_blank_does_not_run(tmp_path):
     ])
     run = run_conversation(prog, ["Pay someone"], llm)
     llm.assert_finished()
-    assert run.events_of("tool_called") == []
+    assert run.events_of("tool_call") == []
     assert any("without payee" in e["data"].get("message", "") for e in run.events_of("error"))
 
 

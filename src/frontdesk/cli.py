@@ -260,10 +260,11 @@ def _event_line(ev: dict) -> str:
         return f"{agent}: condition {data.get('condition')!r} = {data.get('result')} (by {data.get('by')})"
     if t == "route_decided":
         return f"{agent}: route -> {data.get('agent')} (by {data.get('by')})"
-    if t == "tool_called":
-        return f"{agent}: call {data.get('tool')}({_short(data.get('args'))})"
+    took = f" [{data['duration_ms']} ms]" if isinstance(data.get("duration_ms"), (int, float)) else ""
+    if t in ("tool_call", "tool_called"):  # tool_called: the kind's name in sessions stored before
+        return f"{agent}: call {data.get('tool')}({_short(data.get('args'))}){took}"
     if t == "tool_result":
-        return f"{agent}: {data.get('tool')} -> {data.get('status')} {_short(data.get('message'))}"
+        return f"{agent}: {data.get('tool')} -> {data.get('status')} {_short(data.get('message'))}{took}"
     return f"{agent}: {t} {_short(data)}"
 
 

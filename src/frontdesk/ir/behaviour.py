@@ -262,6 +262,9 @@ class BehaviorProfile(IRModel):
     voice: dict[str, Any] = Field(default_factory=dict)
     response_rules: dict[str, Any] = Field(default_factory=dict)
     gather_overrides: dict[str, Any] = Field(default_factory=dict)
+    # GATHER_OVERRIDES field_overrides compiled: the agent's field as this profile has it, and its prompt
+    gather_fields: dict[str, GatherField] = Field(default_factory=dict)
+    gather_prompts: dict[str, Template] = Field(default_factory=dict)
     flow_modifications: dict[str, Any] = Field(default_factory=dict)
     flow_replace: str = ""
     extra: dict[str, Any] = Field(default_factory=dict)

@@ -157,6 +157,7 @@ class HandoffNode(NodeBase):
     resume: bool = False
     args: list[ArgValue] = Field(default_factory=list)  # values passed (CONTEXT.pass)
     summary: Template | None = None  # said to the agent taking over (CONTEXT.summary)
+    history: str = "none"  # what a reasoning agent taking over sees: none, summary_only, full, last_n:N
 
 
 class EscalateNode(NodeBase):
@@ -180,6 +181,7 @@ class StepGraph(IRModel):
     nodes: dict[str, StepNode] = Field(default_factory=dict)
     labels: dict[str, str] = Field(default_factory=dict)  # label name -> node id
     subflows: dict[str, str | None] = Field(default_factory=dict)  # subflow name -> entry node id
+    exits: dict[str, str] = Field(default_factory=dict)  # step -> where it goes on (steps a profile may skip)
 
 
 # ---------------------------------------------------------------------------
@@ -281,7 +283,10 @@ class ReasoningAgent(AgentBase):
     delegates: list[Delegation] = Field(default_factory=list)
     handoffs: list[Handoff] = Field(default_factory=list)
     can_escalate: bool = False  # the model may hand the conversation to a person
-    max_iterations: int = 8
+    max_iterations: int = 8  # model calls a run of its loop may make (ABL: EXECUTION max_iterations, 10)
+    # the speaker the user sees for what it says, when not its own name (ABL: a FLOW step's
+    # reasoning agent `<Agent>__<step>` speaks as `<Agent>`); the trace keeps `name`
+    shown_as: str | None = None
 
 
 class FlowAgent(AgentBase):
@@ -562,6 +567,9 @@ class ProgramSettings(IRModel):
     # Per decision kind ("route", "claims"): when an embedding decision is sure enough to skip the LLM.
     understanding: dict[Literal["route", "claims"], ThresholdSettings] = Field(default_factory=dict)
     tools: ToolSettings = Field(default_factory=ToolSettings)
+    # Project defaults of ABL supervisors' pre-classification pipeline (abl-specification 3.15), under an
+    # agent's own EXECUTION.pipeline and over the system defaults.
+    pipeline: dict[str, Any] = Field(default_factory=dict)
 
 
 class Program(IRModel):

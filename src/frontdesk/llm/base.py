@@ -42,6 +42,10 @@ class LLMRequest(BaseModel):
     tool_choice: str = "auto"
     temperature: float | None = 0.0
     max_tokens: int | None = None
+    # Another model than the provider's own for this call (ABL 3.15: the pipeline's classifier model),
+    # and a shorter time limit in seconds; providers that serve one model ignore `model`.
+    model: str | None = None
+    timeout: float | None = None
     # Which prompt plan built the messages and the ACDL elements of each (for traces and verify).
     plan: str = ""
     structure: list[dict[str, Any]] = Field(default_factory=list)

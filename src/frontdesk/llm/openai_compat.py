@@ -79,17 +79,18 @@ class OpenAICompatibleProvider:
         try:
             completion = self._client.chat.completions.create(**arguments)
         except openai.APITimeoutError as exc:
-            raise LLMError(f"LLM request timed out after {self.timeout:g}s ({url})") from exc
+            limit = arguments.get("timeout", self.timeout)
+            raise LLMError(f"LLM request timed out after {limit:g}s ({url})") from exc
         except openai.APIConnectionError as exc:
             raise LLMError(f"cannot connect to LLM server at {url}: {_short(exc)}") from exc
         except openai.APIStatusError as exc:
-            raise LLMError(self._status_error_message(exc)) from exc
+            raise LLMError(self._status_error_message(exc, arguments["model"])) from exc
         except openai.OpenAIError as exc:
             raise LLMError(f"LLM request to {url} failed: {_short(exc)}") from exc
         except ValueError as exc:  # e.g. a 200 answer whose body is not JSON
             raise LLMError(f"LLM server at {url} sent an unreadable answer: {_short(exc)}") from exc
         try:
-            return self._parse_completion(completion)
+            return self._parse_completion(completion, arguments["model"])
         except LLMError:
             raise
         except (ValueError, TypeError, AttributeError) as exc:  # a well-formed JSON answer of the wrong shape
@@ -99,7 +100,7 @@ class OpenAICompatibleProvider:
 
     def _request_arguments(self, request: LLMRequest) -> dict[str, Any]:
         arguments: dict[str, Any] = {
-            "model": self.model,
+            "model": request.model or self.model,
             "messages": [_message_payload(message) for message in request.messages],
         }
         if request.tools:
@@ -109,11 +110,13 @@ class OpenAICompatibleProvider:
             arguments["temperature"] = request.temperature
         if request.max_tokens is not None:
             arguments["max_tokens"] = request.max_tokens
+        if request.timeout is not None and request.timeout > 0:
+            arguments["timeout"] = min(float(request.timeout), self.timeout)
         return arguments
 
     # -- response ------------------------------------------------------------------------
 
-    def _parse_completion(self, completion: Any) -> LLMResponse:
+    def _parse_completion(self, completion: Any, model: str | None = None) -> LLMResponse:
         choices = getattr(completion, "choices", None) or []
         if not choices:
             raise LLMError(f"LLM server at {self.shown_url} answered without any choices")
@@ -132,10 +135,10 @@ class OpenAICompatibleProvider:
                 prompt_tokens=_as_count(getattr(usage, "prompt_tokens", None)),
                 completion_tokens=_as_count(getattr(usage, "completion_tokens", None)),
             ),
-            model=str(getattr(completion, "model", None) or self.model),
+            model=str(getattr(completion, "model", None) or model or self.model),
         )
 
-    def _status_error_message(self, exc: openai.APIStatusError) -> str:
+    def _status_error_message(self, exc: openai.APIStatusError, model: str | None = None) -> str:
         status = exc.status_code
         detail = _error_detail(exc)
         if status == 401:
@@ -143,7 +146,7 @@ class OpenAICompatibleProvider:
         elif status == 403:
             summary = "LLM server refused the request"
         elif status == 404:
-            summary = f"LLM server does not know model {self.model!r} or the endpoint"
+            summary = f"LLM server does not know model {model or self.model!r} or the endpoint"
         elif status == 429:
             summary = "LLM server is rate limiting requests"
         elif status >= 500:

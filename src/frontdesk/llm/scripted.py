@@ -23,6 +23,10 @@ _QUOTE_LIMIT = 80
 class ScriptedProvider:
     """Answers each request with the next script entry, checking it was the call the script expected."""
 
+    # Its answers depend on the order of the calls: calls the runtime could make at the same time
+    # (a supervisor's parallel pipeline) are made one after the other, in the order they are written.
+    ordered = True
+
     def __init__(self, entries: list[dict], name: str = "scripted") -> None:
         if not isinstance(entries, list):
             raise ScriptError(f"a script must be a list of answers, got {type(entries).__name__}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -174,10 +175,11 @@ class TurnInput:
 
 @dataclass
 class BotMessage:
-    agent: str | None
+    agent: str | None  # the speaker the user sees (a FLOW step's reasoning agent: the flow's agent)
     text: str
     # the history item it was recorded as, kept in step when an output hook changes or drops it
     item: HistoryItem | None = field(default=None, repr=False, compare=False)
+    by: str | None = field(default=None, compare=False)  # the agent that said it (the name in the trace)
 
 
 @dataclass
@@ -421,13 +423,21 @@ class TurnContext:
         text = text.strip()
         if not text:
             return
-        item = HistoryItem(role="bot", text=text, agent=agent, turn=self.state.turn)
-        self.said.append(BotMessage(agent, text, item))
+        # the user sees the agent's display name (a FLOW step's reasoning agent speaks as the flow's
+        # agent); the trace keeps the agent that said it
+        speaker = self.speaker(agent)
+        item = HistoryItem(role="bot", text=text, agent=speaker, turn=self.state.turn)
+        self.said.append(BotMessage(speaker, text, item, by=agent))
         self.state.history.append(item)
-        self.log.emit("bot_message", agent, text=text)
+        self.log.emit("bot_message", agent, text=text, **({"shown_as": speaker} if speaker != agent else {}))
         if frame is not None:
             frame.last_prompt = text
             frame.said_since_start = True
+
+    def speaker(self, agent: str | None) -> str | None:
+        """The name the user sees for what `agent` says (ReasoningAgent.shown_as, else its own)."""
+        found = self.program.agents.get(agent) if agent else None
+        return getattr(found, "shown_as", None) or agent
 
     def send_output(self) -> list[BotMessage]:
         """The turn's buffered messages after the `output_ready` hooks; the history keeps what is sent."""
@@ -484,6 +494,9 @@ class TurnContext:
         failed = result.status == "error" or result.error
         agent = self.program.agents.get(caller) if caller else None
         rules = getattr(agent, "rules", None)
+        if rules is None and agent is not None and self.speaker(caller) != caller:
+            # a FLOW step's reasoning agent acts under its flow agent's ON_ERROR
+            rules = getattr(self.program.agents.get(self.speaker(caller)), "rules", None)
         if not failed or rules is None or not rules.on_error:
             return None
         failure = getattr(result, "failure", None)
@@ -496,6 +509,31 @@ class TurnContext:
                 return handler
         return None
 
+    def _render_error(self, template: Template, caller: str, frame: Frame | None, tool: str,
+                      result: ToolResult) -> str:
+        """An ON_ERROR handler's words: `{{<tool>.message}}` reads the recorded result, and `{{tool.message}}`
+        (`tool.name`, `tool.status`, `tool.error`) the call that failed, unless the agent has a value
+        named `tool` of its own."""
+        agent = self.program.agents.get(caller)
+        if agent is not None and "tool" in agent.arg_names():
+            return self.render(template, caller, frame)
+        failed = {"name": tool, "message": result.message, "status": result.status, "error": result.error}
+
+        def read(ref: Ref) -> Any:
+            if ref.space == "var" and ref.name == "tool":
+                return failed
+            return self.read(ref, caller, frame)
+
+        def missing(ref: Ref) -> None:
+            self.log.emit("warning", caller, where="bot message",
+                          message=f"${{{ref.scope}.{ref.name}}} has no value yet; the message shows a placeholder",
+                          template=template.source)
+
+        def broken(expr, error) -> None:
+            self.log.emit("warning", caller, where="bot message", message=str(error), template=template.source)
+
+        return render_template(template, read, on_missing=missing, env=self.eval_env, on_error=broken)
+
     def _handle_tool_error(self, handler, tool: str, args: dict[str, Any], caller: str | None,
                            frame: Frame | None, result: ToolResult) -> ToolResult:
         """ON_ERROR: retry as often as it says, then say its words and do what follows (escalate, ...)."""
@@ -504,14 +542,14 @@ class TurnContext:
         for attempt in range(1, retries + 1):
             self.log.emit("step", caller, action="retry after a tool error", tool=tool, attempt=attempt,
                           handler=handler.on)
-            result = self.tools.call(tool, args)
-            self.log.emit("tool_result", caller, tool=tool, status=result.status, message=result.message,
-                          args=result.args, bot=result.bot, error=result.error)
+            result = self._run_tool(tool, args, caller, attempt=attempt)
+            self._record_result(tool, result)
+            self._count_failure(result)
             if result.status != "error" and not result.error:
                 return result
         self.log.emit("step", caller, action="error handled", handler=handler.on, tool=tool)
         if action.respond is not None and caller:
-            self.say(caller, self.render(action.respond, caller, frame), frame)
+            self.say(caller, self._render_error(action.respond, caller, frame, tool, result), frame)
         elif action.template and caller:  # RESPOND: TEMPLATE(name), in the channel's variant
             from frontdesk.runtime.rules import render_named
 
@@ -523,6 +561,41 @@ class TurnContext:
 
         after_error(self, caller, handler, tool)  # LOG, SET, THEN DELEGATE / HANDOFF / GOTO / ASK_USER
         return result
+
+    def _run_tool(self, tool: str, args: dict[str, Any], caller: str | None, pending: PendingToolCall | None = None,
+                  attempt: int | None = None) -> ToolResult:
+        """One run of a tool (or the answer a hook gave instead), framed by `tool_call` and `tool_result`
+        events; both carry `duration_ms`, the time the binding took (`tool_call`'s is filled in when the
+        call returns: a live subscriber sees the event before the tool runs, the stored trace has it)."""
+        extra = {"attempt": attempt} if attempt is not None else {}
+        started = time.perf_counter()
+        called = self.log.emit("tool_call", caller, tool=tool, args=args, **extra)
+        if pending is not None and pending.result is not None:
+            result = pending.result
+        else:
+            result = self.tools.call(tool, args)
+        duration_ms = round((time.perf_counter() - started) * 1000, 1)
+        called.data["duration_ms"] = duration_ms
+        if pending is not None:
+            result = self.pipeline.after_tool(self, pending, result)
+        self.log.emit("tool_result", caller, tool=tool, status=result.status, message=result.message,
+                      args=result.args, bot=result.bot, error=result.error, duration_ms=duration_ms, **extra,
+                      **({"truncated": result.truncated} if result.truncated else {}))
+        return result
+
+    def _count_failure(self, result: ToolResult) -> None:
+        """ABL 8.8 `tool_failures`: failed runs of tools in a row (a retry is a run), whoever called them
+        (flow, reasoning loop, hook); a run that succeeds sets it back to 0. A call a hook, a rule or the
+        user's refusal answered instead of the tool does not count."""
+        failed = result.status == "error" or bool(result.error)
+        system = self.state.system
+        system["tool_failures"] = int(system.get("tool_failures") or 0) + 1 if failed else 0
+
+    def _record_result(self, tool: str, result: ToolResult) -> None:
+        """What `<tool>.status`, `<tool>.message` and `last_<tool>_result` read."""
+        record = self.result_of(tool)
+        record.values.update(result.args)
+        record.status, record.message = result.status, result.message
 
     def call_tool(self, tool: str, args: dict[str, Any], caller: str | None, frame: Frame | None) -> ToolResult:
         pending = PendingToolCall(tool, dict(args), caller)
@@ -536,18 +609,16 @@ class TurnContext:
                 return approval.result
             args, pending.args = approval.args, approval.args
             pending.result = approval.result  # declined: an error result, never retried by ON_ERROR
-        self.log.emit("tool_called", caller, tool=tool, args=args)
-        result = pending.result if pending.result is not None else self.tools.call(tool, args)
-        result = self.pipeline.after_tool(self, pending, result)
-        self.log.emit("tool_result", caller, tool=tool, status=result.status, message=result.message,
-                      args=result.args, bot=result.bot, error=result.error,
-                      **({"truncated": result.truncated} if result.truncated else {}))
-        handler = self._error_handler(caller, tool, result) if pending.result is None else None
+        ran = pending.result is None  # not answered by a hook, a rule or a declined confirmation
+        result = self._run_tool(tool, args, caller, pending=pending)
+        # recorded before ON_ERROR acts, so its RESPOND can say {{tool.message}} (retries record theirs)
+        self._record_result(tool, result)
+        if ran:
+            self._count_failure(result)
+        handler = self._error_handler(caller, tool, result) if ran else None
         if handler is not None:
             result = self._handle_tool_error(handler, tool, args, caller, frame, result)
-        record = self.result_of(tool)
-        record.values.update(result.args)
-        record.status, record.message = result.status, result.message
+            self._record_result(tool, result)
         caller_agent = self.program.agents.get(caller) if caller else None
         if caller_agent is not None and result.status == "success" and not result.error:
             # Only a tool that succeeded sets what its caller keeps of it: a value it rejected is not used.

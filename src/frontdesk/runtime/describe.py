@@ -47,7 +47,22 @@ def _abl_context(program: Program, agent: ReasoningAgent) -> prompts.AgentContex
         return None
     fields = gather_fields(program, agent)
     return prompts.AgentContext(goal=rules.goal, persona=rules.persona, limitations=list(rules.limitations),
-                                fields=list(fields.values()), can_fan_out=bool(agent.delegates))
+                                fields=list(fields.values()), can_fan_out=bool(agent.delegates),
+                                added_tools=[t["name"] for p in rules.profiles for t in p.tools_add  # TOOLS_ADD
+                                             if isinstance(t, dict) and "name" in t])
+
+
+def _guardrail_plans(agent) -> list[PromptPlan]:
+    """The calls an ABL agent's GUARDRAILS make: the llm_check judge, and the rewrite of a reask action."""
+    guards = getattr(getattr(agent, "rules", None), "guardrails", None) or []
+    out = []
+    if any(g.llm_check for g in guards):
+        plan = prompts.guardrail_judge_plan(agent.name, "", "", "")
+        plan.comment += "\nguardrails: " + ", ".join(g.name for g in guards if g.llm_check)
+        out.append(plan)
+    if any(g.action == "reask" and g.kind == "output" for g in guards):
+        out.append(prompts.guardrail_reask_plan(agent.name, "", "", ""))
+    return out
 
 
 def plans(program: Program, agent: str | None = None) -> list[PromptPlan]:
@@ -60,6 +75,10 @@ def plans(program: Program, agent: str | None = None) -> list[PromptPlan]:
         if isinstance(a, RouterAgent):
             members = [program.agents[m.agent] for m in a.members if m.agent in program.agents]
             if len(members) > 1:
+                from frontdesk.runtime.routing import PipelineConfig
+
+                if PipelineConfig.of(a, program).enabled:  # ABL 3.15: the classifier's call comes first
+                    out.append(prompts.classify_plan(a, members, ""))
                 out.append(prompts.route_plan(a, members, [], window))
         elif isinstance(a, FlowAgent):
             if _flow_needs_understanding(a):
@@ -74,6 +93,7 @@ def plans(program: Program, agent: str | None = None) -> list[PromptPlan]:
             out.append(prompts.summary_plan(a, ""))
         elif isinstance(a, KnowledgeAgent):
             out.append(prompts.kb_answer_plan(a, "", "", [], NO_ANSWER))
+        out.extend(_guardrail_plans(a))
     return out
 
 

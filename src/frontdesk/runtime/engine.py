@@ -168,6 +168,10 @@ class Engine:
         if state.program_digest != self.digest:
             self._adopt_program(ctx)
         text = text.strip()
+        if state.status == "escalated" and state.stack and not state.ended:
+            # A person has the conversation: the message is kept for them and nothing else runs.
+            escalation.hold(ctx, text)
+            return self._finish(ctx, drive=False, held=True)
         incoming = self.pipeline.input_received(ctx, text)
         text = incoming.text.strip()
         state.history.append(HistoryItem(role="user", text=text, turn=state.turn))
@@ -226,21 +230,23 @@ class Engine:
             self.rules.attach(ctx, self)
         return ctx
 
-    def _finish(self, ctx: TurnContext, drive: bool = True) -> TurnResult:
+    def _finish(self, ctx: TurnContext, drive: bool = True, held: bool = False) -> TurnResult:
         before = dict(ctx.state.tokens)
         active = next((f.agent for f in reversed(ctx.state.stack) if f.graph == "main"), None)
         ctx.log.emit("execution.started", active, agent=active, turn=ctx.state.turn)
         if drive:
             self._drive(ctx)
-        if self.rules is not None:  # ON_FAIL actions, every-turn constraints, after_turn hooks
+        if self.rules is not None and not held:  # ON_FAIL actions, every-turn constraints, after_turn hooks
             self.rules.after_drive(ctx, self)
-        escalation.after_turn(ctx)  # ESCALATE triggers; every escalation gets its context_for_human
+        if not held:
+            escalation.after_turn(ctx)  # ESCALATE triggers; every escalation gets its context_for_human
         state = ctx.state
         if ctx.input.is_open and ctx.input.passed:
             ctx.log.emit("step", None, action="the message was handled; nobody else took the rest of it",
                          passed=ctx.input.passed)
-        sent = ctx.send_output()
-        self.pipeline.turn_end(ctx)
+        sent = list(ctx.said) if held else ctx.send_output()  # held: the program's own holding words
+        if not held:
+            self.pipeline.turn_end(ctx)
         now_active = next((f.agent for f in reversed(state.stack) if f.graph == "main"), None)
         ctx.log.emit("execution.completed", now_active, messages=len(sent),
                      llm_calls=state.tokens["calls"] - before.get("calls", 0),
@@ -279,6 +285,10 @@ class Engine:
                 self._transfer(frame, outcome, ctx)
                 continue
             if outcome.kind == "yield":
+                from frontdesk.runtime.routing import return_to_parent
+
+                if return_to_parent(self, frame, outcome, ctx):  # the agent that handed over takes it back
+                    continue
                 thread = self._suspend_chain(frame, outcome, ctx)
                 base = thread.base if thread is not None else frame
                 result = self._result(base, outcome, thread, ctx)
@@ -345,6 +355,9 @@ class Engine:
         assert target is not None
         if self.rules is not None and not self.rules.handoff_allowed(frame, outcome, ctx):
             return  # a handoff guardrail stopped it: the agent goes on
+        from frontdesk.runtime.routing import resume_returned
+
+        target = resume_returned(ctx, frame, target)  # one that returned to this agent earlier goes on
         if outcome.resume:
             frame.waiting = True
             chain = self._take_chain(ctx)

@@ -184,6 +184,51 @@ def after_turn(ctx: TurnContext) -> None:
         escalate(ctx, escalated[-1].agent, str(escalated[-1].data.get("reason", "")))
 
 
+register_event_type("escalation_holding",
+                    "a message came while the session waits for a person: recorded for them, answered with a "
+                    "holding reply; no agent, tool or model ran", ("text", "waiting", "reply"))
+HOLDING_REPLY = "A member of our team will reply here shortly."
+HOLDING_MESSAGE = "escalation_holding"  # the MESSAGES entry that words the holding reply
+WAITING_ITEM = "messages_while_waiting"  # where the package keeps what the user said meanwhile
+
+
+def hold(ctx: TurnContext, text: str) -> None:
+    """A message while the session is escalated (until the person hands it back, `human_completed`): it
+    goes into the conversation and into the `context_for_human` package (`messages_while_waiting`), and
+    the user gets a holding reply, the escalating agent's `MESSAGES: escalation_holding` (or that of an
+    agent on the stack, or the entry agent's), else HOLDING_REPLY. No agent, tool, hook or model runs."""
+    from frontdesk.runtime.state import HistoryItem
+
+    state = ctx.state
+    state.history.append(HistoryItem(role="user", text=text, turn=state.turn))
+    ctx.log.emit("user_message", None, text=text)
+    record = state.system.get("escalation")
+    if not isinstance(record, dict):  # escalated without a record (an older session): make one
+        record = {"agent": None, "reason": "", "priority": "medium", "turn": state.turn, "context_for_human": {}}
+        state.system["escalation"] = record
+    package = record.setdefault("context_for_human", {})
+    if not isinstance(package, dict):
+        package = record["context_for_human"] = {"context": package}
+    waiting = package.setdefault(WAITING_ITEM, [])
+    waiting.append({"turn": state.turn, "text": text})
+    agent, reply = holding_reply(ctx, record.get("agent"))
+    ctx.log.emit("escalation_holding", agent, text=text, waiting=len(waiting), reply=reply)
+    ctx.say(agent, reply)
+
+
+def holding_reply(ctx: TurnContext, escalated_by: str | None) -> tuple[str | None, str]:
+    """Who says the holding reply and its words (MESSAGES: escalation_holding, else the default)."""
+    from frontdesk.runtime.rules import message
+
+    names = [escalated_by, *(f.agent for f in reversed(ctx.state.stack)), ctx.program.entry]
+    for name in dict.fromkeys(n for n in names if n):
+        rules = getattr(ctx.program.agents.get(name), "rules", None)
+        if rules is not None and rules.messages.get(HOLDING_MESSAGE):
+            return name, message(ctx, name, HOLDING_MESSAGE, HOLDING_REPLY)
+    speaker = escalated_by if escalated_by in ctx.program.agents else None
+    return speaker, HOLDING_REPLY
+
+
 register_event_type("human_completed", "the person the session was escalated to finished (on_human_complete)",
                     ("outcome", "action"))
 

@@ -51,8 +51,11 @@ for _name, _about, _fields in (
     ("jump", "a flow went to a label", ()),
     ("tries_exhausted", "a `next` ran out of tries", ()),
     ("fallback", "the agent could not handle the message", ("reason",)),
-    ("tool_called", "a tool call, with its arguments", ("tool", "args")),
-    ("tool_result", "a tool's result", ("tool", "status")),
+    ("tool_call", "a tool call, with its arguments (and `duration_ms` once it returned)", ("tool", "args")),
+    ("tool_result", "a tool's result and how long the call took (`duration_ms`)", ("tool", "status")),
+    # the name `tool_call` had before (ABL's core concepts name it tool_call): sessions stored then
+    # still hold it, and `frontdesk trace` shows it like a tool_call; nothing emits it any more
+    ("tool_called", "a tool call, with its arguments (legacy name of tool_call)", ("tool", "args")),
     ("llm_call", "a model call: its purpose, prompt, answer and tokens", ("purpose",)),
     ("error", "something failed; the conversation goes on", ()),
     ("warning", "something a designer should look at", ()),

@@ -36,6 +36,7 @@ from frontdesk.runtime.policies import (
     setup_frame,
     switch_candidates,
 )
+from frontdesk.runtime.rules import step_checkpoint
 from frontdesk.runtime.state import Frame
 
 MAX_STEPS_PER_RUN = 500
@@ -46,6 +47,20 @@ register_event_type("gather_correction", "the user corrected a value gathered be
                     "were cleared to be asked again", ("fields", "invalidated"))
 register_event_type("gather_validation", "a gathered value failed its validation and was cleared", ("field", "kind"))
 SHORT_ANSWER_WORDS = 4
+# what a typed GATHER field expects, said when nothing in the answer can be read as one
+_TYPE_EXPECTED = {
+    "date": "I need a date, for example tomorrow or March 15.",
+    "datetime": "I need a date and a time, for example tomorrow at 3 pm.",
+    "number": "I need a number, for example 2.",
+    "integer": "I need a whole number, for example 2.",
+    "email": "I need an e-mail address, like name@example.com.",
+    "phone": "I need a phone number, like +1 555 123 4567.",
+    "boolean": "Please answer yes or no.",
+}
+_SMALL_TALK = {"hi", "hello", "hey", "hiya", "good", "morning", "afternoon", "evening", "thanks", "thank", "you",
+               "ok", "okay", "cheers", "bye", "goodbye", "there"}
+_QUESTION_WORDS = {"what", "whats", "where", "when", "why", "who", "how", "which", "can", "could", "would", "do",
+                   "does", "is", "are", "will", "should"}
 DEFAULT_MAX_FLOW_ITERATIONS = 100  # ABL 7.11: step transitions per session
 DEFAULT_VALIDATION_RETRIES = 3
 FLOW_LIMIT_HANDLERS = ("max_flow_iterations", "flow_error", "default", "unknown_error")
@@ -83,6 +98,10 @@ class FlowExecutor:
                 return self._pass_on_rest(frame, ctx, Outcome.done())
             node = graph.nodes[frame.data.node]
             if node.id in graph.labels.values():
+                if graph.exits and self._skipped(node.id, frame, ctx, graph):
+                    continue
+                if step_checkpoint(frame, ctx, node.id):  # CONSTRAINTS at the step boundary (runtime/rules)
+                    continue
                 stopped = self._enter_step(node.id, frame, ctx)
                 if stopped is not None:
                     return stopped
@@ -161,7 +180,8 @@ class FlowExecutor:
                 # a GATHER question asked again (8.8 _clarification_count)
                 ctx.state.system["_clarification_count"] = int(ctx.state.system.get("_clarification_count", 0)) + 1
             text = node.variants.get(ctx.state.channel, node.text) if node.variants else node.text
-            ctx.say(agent, ctx.render(text, agent, frame), frame)
+            said = self._profile_prompt(node, frame, ctx)
+            ctx.say(agent, said if said is not None else ctx.render(text, agent, frame), frame)
             frame.data.last_say = node.id
             frame.data.node = node.next
         elif isinstance(node, ListenNode):
@@ -195,13 +215,28 @@ class FlowExecutor:
     def _handoff(self, node: HandoffNode, frame: Frame, ctx: TurnContext) -> Outcome:
         """Give the conversation to another agent, passing values; with `resume`, come back at `next`."""
         args = {a.name: self._eval(a.value, frame, ctx) for a in node.args}
+        target = ctx.program.agents.get(node.target)
+        passed = []
         for name, value in args.items():
-            ctx.write(node.target, name, value, frame.agent, why=f"passed by {frame.agent}'s handoff")
+            if value is None:
+                continue
+            # an ABL agent reads its values in the session's namespace unless it declares the name itself
+            declares = target is not None and name in target.arg_names()
+            scope = node.target if declares or target is None or target.rules is None else "session"
+            ctx.write(scope, name, value, frame.agent, why=f"CONTEXT pass of {frame.agent}'s handoff")
+            passed.append(name)
         summary = ctx.render(node.summary, frame.agent, frame) if node.summary is not None else ""
         ctx.log.emit("step", frame.agent, action="handoff", agent=node.target, resume=node.resume,
                      **({"summary": summary} if summary else {}))
         frame.data.node = node.next
         child = new_frame(ctx, node.target)
+        if ctx.program.agents[frame.agent].rules is not None:  # ABL CONTEXT: what the agent taking over sees
+            from frontdesk.ir.models import Handoff
+            from frontdesk.runtime.routing import seed_handoff_context
+
+            seed_handoff_context(ctx, frame.agent, Handoff(agent=node.target, resume=node.resume,
+                                                           passes=list(args), summary=node.summary,
+                                                           history=node.history), child, passed)
         if ctx.input.taken_by(frame) or ctx.input.offered_to(frame):
             ctx.input.offer(child, frame.agent)
         return Outcome.transfer(child, resume=node.resume, message=summary)
@@ -215,7 +250,8 @@ class FlowExecutor:
             node = next((n for n in graph.nodes.values() if isinstance(n, SayNode) and n.next == frame.data.last_listen),
                         None)
         if isinstance(node, SayNode) and frame.waiting:
-            ctx.say(frame.agent, ctx.render(node.text, frame.agent, frame), frame)
+            said = FlowExecutor._profile_prompt(node, frame, ctx)
+            ctx.say(frame.agent, said if said is not None else ctx.render(node.text, frame.agent, frame), frame)
         elif frame.last_prompt:
             ctx.say(frame.agent, frame.last_prompt, frame)
 
@@ -286,6 +322,11 @@ class FlowExecutor:
                 frame.waiting = True
                 inp.give_back(frame, f"the user turned to {target}")
                 return Outcome.switch(target)
+        if not tentative and outcome is None and rules is not None and node.extracts and not new:
+            gave_up = self._unreadable_answer(node, frame, ctx)
+            if gave_up is not None:
+                frame.waiting = False
+                return gave_up if isinstance(gave_up, Outcome) else None
         if tentative and not answered:
             ctx.log.emit("step", frame.agent, action="the message that started the agent does not answer "
                                                    "its question; waiting", node=node.id)
@@ -376,10 +417,10 @@ class FlowExecutor:
         from frontdesk.runtime.extract import PATTERN_TYPES, extract_values
 
         agent = ctx.program.agents[frame.agent]
-        types = {a.name: a.type for a in agent.args if a.name in names}
-        rules = agent.rules
-        options = {f.name: f.options for f in rules.gather if f.name in names and f.options} if rules else {}
-        patterns = {f.name: v.rule for f in (rules.gather if rules else []) if f.name in names
+        gathered = FlowExecutor._fields(frame, ctx)
+        types = {a.name: gathered[a.name].type if a.name in gathered else a.type for a in agent.args if a.name in names}
+        options = {f.name: f.options for f in gathered.values() if f.name in names and f.options}
+        patterns = {f.name: v.rule for f in gathered.values() if f.name in names
                     for v in f.validations if v.kind == "pattern" and v.rule}
         fields = {n: types[n] for n in names if n in types and (types[n] in PATTERN_TYPES or n in options
                                                                  or n in patterns)}
@@ -415,7 +456,7 @@ class FlowExecutor:
         if not given:
             return False, None
         rules = ctx.program.agents[frame.agent].rules
-        fields = {f.name: f for f in rules.gather}
+        fields = self._fields(frame, ctx)
         named = named_fields(message, given)
         # a yes/no field is corrected only when the message names it ("no" answers the question)
         candidates = named or [n for n in given if fields.get(n) is None or fields[n].type != "boolean"]
@@ -484,6 +525,154 @@ class FlowExecutor:
                     return step
         return None
 
+    @staticmethod
+    def _fields(frame: Frame, ctx: TurnContext) -> dict[str, Any]:
+        """The agent's GATHER fields by name, as the active behaviour profiles have them
+        (GATHER_OVERRIDES field_overrides)."""
+        rules = ctx.program.agents[frame.agent].rules
+        if rules is None:
+            return {}
+        fields = {f.name: f for f in rules.gather}
+        if rules.profiles:
+            from frontdesk.runtime.rules import active_profiles
+
+            overridden: set[str] = set()
+            for profile in active_profiles(frame.agent, ctx):  # highest priority first: it wins a conflict
+                for name, field in profile.gather_fields.items():
+                    if name in fields and name not in overridden:
+                        fields[name] = field
+                        overridden.add(name)
+        return fields
+
+    @staticmethod
+    def _gather_style(frame: Frame, ctx: TurnContext, key: str) -> str:
+        """A GATHER_OVERRIDES setting of the active profiles (validation_style, confirmation), "" for none."""
+        rules = ctx.program.agents[frame.agent].rules
+        if rules is None or not rules.profiles:
+            return ""
+        from frontdesk.runtime.rules import effective_profile
+
+        overrides = {str(k).lower(): v for k, v in effective_profile(frame.agent, ctx)["gather_overrides"].items()}
+        return str(overrides.get(key) or "").lower()
+
+    @staticmethod
+    def _profile_prompt(node: SayNode, frame: Frame, ctx: TurnContext) -> str | None:
+        """A GATHER question as the active profile with the highest priority words it (field_overrides prompt)."""
+        import re
+
+        rules = ctx.program.agents[frame.agent].rules
+        asked = re.search(r"\.ask_(\w+?)_\d+$", node.id) if rules is not None and rules.profiles else None
+        if asked is None:
+            return None
+        from frontdesk.runtime.rules import active_profiles
+
+        for profile in active_profiles(frame.agent, ctx):
+            template = profile.gather_prompts.get(asked.group(1))
+            if template is not None:
+                return ctx.render(template, frame.agent, frame)
+        return None
+
+    @staticmethod
+    def _skipped(step: str, frame: Frame, ctx: TurnContext, graph: StepGraph) -> bool:
+        """FLOW_MODIFICATIONS skip: an active profile skips the step; the flow goes on where the step would."""
+        rules = ctx.program.agents[frame.agent].rules
+        if step not in graph.exits or rules is None:
+            return False
+        from frontdesk.runtime.rules import active_profiles
+
+        for profile in active_profiles(frame.agent, ctx):
+            mods = {str(k).lower(): v for k, v in (profile.flow_modifications or {}).items()}
+            skip = mods.get("skip") or []
+            if step in (skip if isinstance(skip, list) else [skip]):
+                ctx.log.emit("step", frame.agent, action="step skipped by a behaviour profile", step=step,
+                             profile=profile.name, to=graph.exits[step])
+                frame.data.node = graph.exits[step]
+                return True
+        return False
+
+    def _settled_by_profile(self, node: BranchNode, frame: Frame, ctx: TurnContext) -> bool | None:
+        """Whether a GATHER field is settled when an active profile changes whether it is required (None: the
+        profile changes nothing, the compiled check decides)."""
+        import re
+
+        rules = ctx.program.agents[frame.agent].rules
+        if rules is None or not rules.profiles or not node.cases:
+            return None
+        checked = re.search(r"\.has_(\w+?)_\d+$", node.id)
+        base = next((f for f in rules.gather if checked is not None and f.name == checked.group(1)), None)
+        if base is None:
+            return None
+        field = self._fields(frame, ctx).get(base.name)
+        if field is None or field is base or field.required == base.required:
+            return None
+        if not field.required:
+            return True  # optional while the profile is active: never asked for
+        return ctx.values(frame.agent).get(base.name) is not None
+
+    def _unreadable_answer(self, node: ListenNode, frame: Frame, ctx: TurnContext) -> Outcome | bool | None:
+        """The user answered the GATHER question, but nothing in the answer can be read as the field: no
+        match of its `pattern` validation ("my policy is 12345"), no date, number, e-mail, phone number
+        or yes/no for a typed field ("dunno", "lots"). When the message is an attempt at answering (short,
+        with a digit, or naming the field; not a question, not one of the step's intents), the user is
+        told what is expected (the validation's error, or a sentence from the type) and the failure counts
+        in `_validation_retries` like any failed validation, giving up past `max_retries`. Anything else
+        (a digression, another topic) is left to the flow as before."""
+        import re
+
+        from frontdesk.runtime.extract import named_fields
+
+        asked = re.search(r"\.ask_(\w+?)_\d+$", frame.data.last_say or "")
+        if asked is None or asked.group(1) not in node.extracts:
+            return None
+        field = self._fields(frame, ctx).get(asked.group(1))
+        if field is None or ctx.values(frame.agent).get(field.name) is not None:
+            return None
+        pattern = next((v for v in field.validations if v.kind == "pattern"), None)
+        expected = _TYPE_EXPECTED.get(field.type)
+        if pattern is None and expected is None:
+            return None  # a text field: whatever the user says may be the value
+        if self._gather_style(frame, ctx, "validation_style") == "lenient":
+            return None  # a lenient profile asks again without finding fault
+        if node.classifies is not None and frame.data.decisions.get(node.classifies) not in (None, prompts.NONE_CHOICE):
+            return None  # one of the step's intents (a DIGRESSION, a SUB_INTENT) took the message
+        text = (ctx.input.text or "").strip()
+        words = re.findall(r"[^\W\d_]+", text)
+        question = text.endswith("?") or bool(words) and words[0].lower() in _QUESTION_WORDS
+        small_talk = bool(words) and all(w.lower() in _SMALL_TALK for w in words) and not re.search(r"\d", text)
+        attempt = bool(text) and not question and not small_talk and (
+            len(words) <= SHORT_ANSWER_WORDS or bool(re.search(r"\d", text)) or bool(named_fields(text, [field.name])))
+        if not attempt:
+            return None
+        check = pattern or next((v for v in field.validations if v.error), None)
+        error = (check.error if check is not None else "") or str(field.extra.get("retry_prompt") or "")
+        if not error:
+            error = expected or f"That doesn't look like a valid {field.name.replace('_', ' ')}."
+        limit = check.max_retries if check is not None and check.max_retries is not None else DEFAULT_VALIDATION_RETRIES
+        kind = "pattern" if pattern is not None else "type"
+        return self._failed(field.name, kind, pattern.rule if pattern is not None else field.type, None, limit,
+                            error, node, frame, ctx, reason="nothing in the answer can be read as the field")
+
+    def _failed(self, name: str, kind: str, rule: str, value: Any, limit: int, error: str, node: ListenNode,
+                frame: Frame, ctx: TurnContext, **why: Any) -> Outcome | bool | None:
+        """A gathered answer failed: counted in `_validation_retries`; past `limit` the step's ON_FAIL
+        (True: the flow goes on there) or the agent's validation error handling (an Outcome); before it,
+        the user is told `error` and the question is asked again (None)."""
+        retries = dict(ctx.state.system.get("_validation_retries") or {})
+        retries[name] = int(retries.get(name, 0)) + 1
+        ctx.state.system["_validation_retries"] = retries
+        ctx.log.emit("gather_validation", frame.agent, field=name, kind=kind, rule=rule, value=value,
+                     retries=retries[name], max_retries=limit, **why)
+        if retries[name] > limit:
+            ctx.log.emit("step", frame.agent, action="validation retries exhausted", field=name)
+            reason = f"{name} failed validation {retries[name]} times"
+            if node.on_invalid is not None:
+                frame.data.node = node.on_invalid
+                self._reasons[(ctx.state.session_id, frame.id)] = reason
+                return True  # the flow goes on at the step's ON_FAIL
+            return self._validation_error(frame, ctx, reason)
+        ctx.say(frame.agent, error, frame)
+        return None
+
     def _validate(self, new: dict[str, Any], node: ListenNode, frame: Frame,
                   ctx: TurnContext) -> Outcome | bool | None:
         """Typed validation of values just gathered (pattern, range, enum, custom, llm). A value that
@@ -491,37 +680,29 @@ class FlowExecutor:
         field, and past the check's `max_retries` (3 by default) the step's ON_FAIL runs, or else the
         agent gives up with its fallback. Returns the outcome of giving up, True when the flow goes
         on at ON_FAIL, None when nothing gave up."""
-        rules = ctx.program.agents[frame.agent].rules
-        fields = {f.name: f for f in rules.gather} if rules else {}
+        fields = self._fields(frame, ctx)
         for name, value in new.items():
             field = fields.get(name)
             if field is None or not field.validations:
                 continue
             for check in field.validations:
                 ok, kept = self._check(check, field, value, frame, ctx)
+                if not ok and self._gather_style(frame, ctx, "validation_style") == "lenient":
+                    ctx.log.emit("gather_validation", frame.agent, field=name, kind=check.kind, rule=check.rule,
+                                 value=value, lenient=True, kept=True)
+                    continue  # a lenient profile keeps the value; the trace says it failed
                 if ok:
                     if kept != value:
                         ctx.write(frame.agent, name, kept, frame.agent, why=f"as {check.kind} validation keeps it")
                         value = kept
                     continue
-                retries = dict(ctx.state.system.get("_validation_retries") or {})
-                retries[name] = int(retries.get(name, 0)) + 1
-                ctx.state.system["_validation_retries"] = retries
                 ctx.write(frame.agent, name, None, frame.agent, why=f"failed its {check.kind} validation")
                 limit = check.max_retries if check.max_retries is not None else DEFAULT_VALIDATION_RETRIES
-                ctx.log.emit("gather_validation", frame.agent, field=name, kind=check.kind, rule=check.rule,
-                             value=value, retries=retries[name], max_retries=limit)
-                if retries[name] > limit:
-                    ctx.log.emit("step", frame.agent, action="validation retries exhausted", field=name)
-                    why = f"{name} failed validation {retries[name]} times"
-                    if node.on_invalid is not None:
-                        frame.data.node = node.on_invalid
-                        self._reasons[(ctx.state.session_id, frame.id)] = why
-                        return True  # the flow goes on at the step's ON_FAIL
-                    return self._validation_error(frame, ctx, why)
                 text = check.error or str(field.extra.get("retry_prompt") or "") or \
                     f"That doesn't look like a valid {name.replace('_', ' ')}."
-                ctx.say(frame.agent, text, frame)
+                gave_up = self._failed(name, check.kind, check.rule, value, limit, text, node, frame, ctx)
+                if gave_up is not None:
+                    return gave_up
                 break
         return None
 
@@ -589,10 +770,9 @@ class FlowExecutor:
     def _note_gathered(self, frame: Frame, ctx: TurnContext) -> None:
         """8.8 all_fields_gathered: every GATHER field that must be asked for (required, or active
         progressive / when) has a value."""
-        rules = ctx.program.agents[frame.agent].rules
         values = ctx.values(frame.agent)
         done = True
-        for f in rules.gather:
+        for f in self._fields(frame, ctx).values():
             if not f.required or values.get(f.name) is not None:
                 continue
             if f.activation == "progressive" and not all(values.get(d) not in (None, False) for d in f.depends_on):
@@ -654,7 +834,7 @@ class FlowExecutor:
         asked = re.search(r"\.ask_(\w+?)_\d+$", frame.data.last_say or "")
         if rules is None or asked is None or asked.group(1) not in names:
             return {}
-        field = next((f for f in rules.gather if f.name == asked.group(1)), None)
+        field = self._fields(frame, ctx).get(asked.group(1))
         if field is None or field.type != "string" or field.options or \
                 any(v.kind == "pattern" for v in field.validations):
             return {}
@@ -739,9 +919,6 @@ class FlowExecutor:
             if result.failure is not None and result.failure.kind == "awaiting_confirmation":
                 frame.waiting = True  # the user was asked to approve it: this CALL runs again with the answer
                 return Outcome.wait()
-            if ctx.program.agents[frame.agent].rules is not None:  # 8.8 tool_failures: consecutive failures
-                failed = result.status == "error" or bool(result.error)
-                ctx.state.system["tool_failures"] = int(ctx.state.system.get("tool_failures", 0)) + 1 if failed else 0
             if ctx.state.status == "escalated" and not escalated:
                 frame.data.node = node.next  # an error handler handed the conversation to a person
                 return Outcome.escalate(f"{node.target} failed")
@@ -768,6 +945,12 @@ class FlowExecutor:
         return Outcome.call(child)
 
     def _branch(self, node: BranchNode, frame: Frame, ctx: TurnContext, graph: StepGraph) -> Outcome | None:
+        settled = self._settled_by_profile(node, frame, ctx)
+        if settled is not None:
+            frame.data.node = node.cases[0].target if settled else node.otherwise
+            ctx.log.emit("condition_evaluated", frame.agent, node=node.id, condition=node.cases[0].condition.source,
+                         result=settled, by="behaviour profile (GATHER_OVERRIDES required)")
+            return None
         decision = frame.data.decisions.pop(node.id, None)
         by = frame.data.decided_by.pop(node.id, "llm")
         has_claims = any(isinstance(c.condition, ClaimsCondition) for c in node.cases)

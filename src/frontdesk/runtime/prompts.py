@@ -213,6 +213,7 @@ class AgentContext:
     needed: list[tuple[str, str, str]] = field(default_factory=list)  # (field, type, prompt) still unset
     memory: list[tuple[str, Any]] = field(default_factory=list)  # session / persistent values it may read
     hidden_tools: list[str] = field(default_factory=list)  # TOOLS_HIDE of the active profiles
+    added_tools: list[str] = field(default_factory=list)  # TOOLS_ADD of the active profiles
     fields: list[Any] = field(default_factory=list)  # the GatherFields it collects (typed set_args)
     can_fan_out: bool = False
 
@@ -387,6 +388,11 @@ def reasoning_tools(agent: ReasoningAgent, tools: dict[str, ToolDef], others: li
                 about_tool = (about_tool.rstrip(".") + ". " if about_tool else "") + _returns_text(tdef.returns)
             out.append(ToolSchema(name=name, description=about_tool,
                                   parameters=_without_repeated_descriptions(tdef.json_schema(), seen)))
+    for name in about.added_tools if about is not None else []:  # TOOLS_ADD of an active profile
+        tdef = tools.get(name)
+        if tdef is not None and name not in hidden and name not in agent.tools:
+            out.append(ToolSchema(name=name, description=tdef.description,
+                                  parameters=_without_repeated_descriptions(tdef.json_schema(), seen)))
     for d in agent.delegates:
         out.append(ToolSchema(
             name=DELEGATE_PREFIX + d.agent,
@@ -533,3 +539,87 @@ def is_no_answer(reply: str | None) -> bool:
 def _request(purpose, plan: PromptPlan, **kw) -> LLMRequest:
     return LLMRequest(purpose=purpose, messages=plan.render(), plan=plan.name, structure=plan.structure(), **kw)
 
+
+
+# ---- guardrail calls (ABL GUARDRAILS: llm_check and the reask action) -----------------------------------
+
+GUARDRAIL_PURPOSE = "other"
+
+
+def guardrail_judge_plan(agent: str, kind: str, question: str, content: str) -> PromptPlan:
+    """An `llm_check` guardrail: the model answers the guardrail's yes/no question about a text."""
+    system = Message("system", [
+        Fixed("GUARDRAIL_JUDGE_ROLE", (
+            "You are a content safety judge for a customer-service assistant. Read the text below (the "
+            "user's input, the assistant's reply, a tool's input or output, or what a handoff passes on) "
+            "and answer the question about it with one word, yes or no.")),
+        Value("sys.guardrail.kind", f"The text is: {kind}.", "[@T]", comment="which point the guardrail guards"),
+        Value("sys.guardrail.llm_check", f"Question: {question}", "[@T]",
+              comment="the guardrail's llm_check question"),
+    ])
+    user = Message("user", [Value("sys.guardrail.content", content, "[@T]", comment="the text checked")])
+    return PromptPlan(f"GuardrailJudge_{agent}", "[@T]", [system, user],
+                      comment=f"{agent}: an llm_check guardrail asks the model a yes/no question (no tools)")
+
+
+def guardrail_judge_request(agent: str, kind: str, question: str, content: str) -> LLMRequest:
+    return _request(GUARDRAIL_PURPOSE, guardrail_judge_plan(agent, kind, question, content), max_tokens=5)
+
+
+def guardrail_reask_plan(agent: str, feedback: str, user_message: str, draft: str) -> PromptPlan:
+    """The `reask` action of an output guardrail: a model's reply written again once, with feedback."""
+    system = Message("system", [
+        Fixed("GUARDRAIL_REASK_ROLE",
+              "Rewrite the assistant's reply to the customer so that it no longer has this problem:"),
+        Value("sys.guardrail.feedback", feedback, "[@T]", comment="the guardrail's message, else its check"),
+        Fixed("GUARDRAIL_REASK_RULES", "Keep what it says otherwise. Answer with the new reply only."),
+    ])
+    user = Message("user", [
+        Fixed("CUSTOMER_LABEL", "Customer:"),
+        Value("env.user_message", user_message, "[@T]"),
+        Fixed("REPLY_LABEL", "Reply:"),
+        Value("resp.bot_message", draft, "[@T]", comment="the reply the guardrail fired on"),
+    ])
+    return PromptPlan(f"GuardrailReask_{agent}", "[@T]", [system, user],
+                      comment=f"{agent}: an output guardrail with action reask has a model's reply rewritten "
+                              "(no tools)")
+
+
+def guardrail_reask_request(agent: str, feedback: str, user_message: str, draft: str) -> LLMRequest:
+    return _request(GUARDRAIL_PURPOSE, guardrail_reask_plan(agent, feedback, user_message, draft))
+
+
+# ---- ABL 3.15: the supervisor's pre-classification call ------------------------------------------------
+
+CLASSIFY_TOOL = "classify_intent"
+CLASSIFY_MAX_TOKENS = 300  # abl-specification 3.15: "fast model, 300 tokens max, 10s timeout"
+CLASSIFY_TIMEOUT = 10.0
+
+
+def classify_plan(router: Agent, candidates: list[Agent], text: str) -> PromptPlan:
+    """A supervisor's fast classifier: which one member the latest message is for, and how sure."""
+    about = f"{router.name}" + (f" ({router.description.strip()})" if (router.description or "").strip() else "")
+    system = Message("system", [
+        Fixed("CLASSIFY_ROLE", "You classify the intent of a customer's message for"),
+        Value("sys.router.description", about, comment="the supervisor's name and GOAL"),
+        Fixed("AGENTS_HEADER", "Agents:"),
+        Each("agent", "sys.candidate_agents", [Value("sys.agent_description", "", "[agent]")],
+             [[_agent_line(a, router)] for a in candidates]),
+        Fixed("CLASSIFY_INSTRUCTIONS", f"Call {CLASSIFY_TOOL} with the one agent the message is for (or "
+                                       f"{NONE_CHOICE}) and your confidence from 0 to 1; give a low confidence "
+                                       "when the message asks for several things."),
+    ])
+    user = Message("user", [Value("env.user_message", text, "[@T]")])
+    return PromptPlan(f"Classify_{router.name}", "[@T]", [system, user],
+                      comment=f"{router.name}: pre-classification (ABL 3.15), the message alone, at most "
+                              f"{CLASSIFY_MAX_TOKENS} tokens (tool: {CLASSIFY_TOOL})")
+
+
+def classify_request(router: Agent, candidates: list[Agent], text: str, model: str | None = None) -> LLMRequest:
+    names = [a.name for a in candidates]
+    tool = ToolSchema(name=CLASSIFY_TOOL, description="The intent of the user's latest message.",
+                      parameters={"type": "object", "properties": {
+                          "intent": {"type": "string", "enum": [*names, NONE_CHOICE]},
+                          "confidence": {"type": "number"}}, "required": ["intent", "confidence"]})
+    return _request("route", classify_plan(router, candidates, text), tools=[tool], tool_choice=CLASSIFY_TOOL,
+                    max_tokens=CLASSIFY_MAX_TOKENS, model=model or None, timeout=CLASSIFY_TIMEOUT)

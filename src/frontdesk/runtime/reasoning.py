@@ -33,8 +33,11 @@ APOLOGY = "Sorry, something went wrong on my side. Let's try that again in a mom
 ITERATION_FALLBACK = ("Sorry, I could not work that out just now. Could you tell me again, in other words, what "
                       "you need?")
 NO_MODEL_REPLY = "I can't help with that here: no language model is configured for me."
-DEFAULT_MAX_ITERATIONS = 10  # ABL (spec 7.11): EXECUTION max_iterations when not given
 DEFAULT_CONTEXT_TOKENS = 32000  # the token budget of one reasoning request, unless EXECUTION / config say
+# fan_out's tasks run one after another: each is an agent on the session's stack that may ask the user,
+# and the session state, event log and tool runners are not shared safely between threads
+FAN_OUT_SEQUENTIAL = ("each task is an agent run on the session's stack (it may ask the user); the tasks run one "
+                      "after another, in the order given")
 UNASKED_TOOL = "error: the user has not asked for anything yet; greet them and ask how you can help"
 IDLE_FINISH = ("error: nothing of your task is done yet, so it cannot be finished; reply to the user, call one of "
                "your tools, or call hand_back if the message is not for you")
@@ -467,7 +470,9 @@ class ReasoningExecutor:
 
     def _fan_out(self, call: ToolCall, agent: ReasoningAgent, frame: Frame, ctx: TurnContext) -> Outcome | None:
         """fan_out: several delegations in one call. They run one after another on the stack (a task
-        may ask the user something); the call is answered once, with every task's result. Returns the
+        may ask the user something, and the session's state and event log belong to one thread), so
+        they do not overlap in time: `fan_out.started` says `mode: sequential` and why. The call is
+        answered once, with every task's result. Returns the
         outcome that starts the next task, or None once the results are in the transcript."""
         data: ReasoningData = frame.data  # type: ignore[assignment]
         fan = data.fan_out
@@ -484,7 +489,8 @@ class ReasoningExecutor:
                 given = task.get("input")
                 tasks.append({"agent": name, "input": given if isinstance(given, dict) else {}})
             fan = data.fan_out = {"id": call.id, "tasks": tasks, "results": results}
-            ctx.log.emit("fan_out.started", agent.name, tasks=[t["agent"] for t in tasks], mode="sequential")
+            ctx.log.emit("fan_out.started", agent.name, tasks=[t["agent"] for t in tasks], mode="sequential",
+                         why=FAN_OUT_SEQUENTIAL)
         if fan["tasks"]:
             task = fan["tasks"].pop(0)
             delegation = next(d for d in agent.delegates if d.agent == task["agent"])
@@ -519,7 +525,8 @@ class ReasoningExecutor:
                 f"; unknown arguments ignored: {', '.join(ignored)}" if ignored else "")
         if call.name in (prompts.FINISH_TOOL, prompts.HAND_BACK_TOOL):
             return "ok"
-        if call.name not in agent.tools or call.name not in ctx.program.tools:
+        if (call.name not in agent.tools and not _added_by_profile(ctx, agent, call.name)) \
+                or call.name not in ctx.program.tools:
             ctx.log.emit("error", agent.name, where="reasoning",
                          message=f"the model called {call.name}, which {agent.name} does not use")
             return f"error: there is no tool named {call.name}; available: {', '.join(agent.tools) or 'none'}"
@@ -540,6 +547,14 @@ class ReasoningExecutor:
                     "before calling it")
         result = ctx.call_tool(call.name, args, agent.name, frame)
         return result.for_model(args)
+
+
+def _added_by_profile(ctx: TurnContext, agent: ReasoningAgent, tool: str) -> bool:
+    """Whether an active behaviour profile of the agent adds the tool (TOOLS_ADD)."""
+    from frontdesk.runtime.rules import added_tools
+
+    owner = agent.name if agent.rules is not None else agent.name.partition("__")[0]
+    return tool in added_tools(owner, ctx)
 
 
 def _blank(value: Any) -> bool:
@@ -674,16 +689,15 @@ def agent_context(ctx: TurnContext, agent: ReasoningAgent, frame: Frame):
                for n in fields if values.get(n) is not None],
         needed=[(f.name, f.type, f.prompt) for f in missing_fields(ctx, agent, fields)],
         memory=memory, hidden_tools=[t for p in profiles for t in p.tools_hide],
+        added_tools=[t["name"] for p in profiles for t in p.tools_add if isinstance(t, dict) and "name" in t],
         fields=list(fields.values()), can_fan_out=bool(agent.delegates))
 
 
 def iteration_limit(ctx: TurnContext, agent: ReasoningAgent) -> int:
-    """Model calls a run of the loop may make: an ABL agent's EXECUTION max_iterations (10 when not
-    given, spec 7.11; a FLOW step's reasoning agent takes its flow's), else the agent's own."""
-    rules = owner_rules(ctx.program, agent)
-    if rules is None:
-        return agent.max_iterations
-    return int(rules.execution.max_iterations or DEFAULT_MAX_ITERATIONS)
+    """Model calls a run of the loop may make: the agent's `max_iterations` in the IR (the ABL front
+    end writes EXECUTION max_iterations there, 10 when not given, spec 7.11; a FLOW step's reasoning
+    agent gets its flow's; ADL agents their own `max_iterations`, 8 by default)."""
+    return max(1, int(agent.max_iterations))
 
 
 def canonical_call(call: ToolCall, agent: ReasoningAgent) -> ToolCall:

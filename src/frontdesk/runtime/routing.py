@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from frontdesk.ir.models import Handoff, Program, Ref, RouterAgent, RouterMember
-from frontdesk.llm.base import ChatMessage, LLMError, LLMRequest, ToolSchema
+from frontdesk.llm.base import LLMError, LLMRequest, LLMResponse, ToolSchema
 from frontdesk.nlu.base import Option
 from frontdesk.nlu.matcher import polarity
 from frontdesk.runtime import prompts
@@ -141,11 +141,13 @@ class RouterExecutor:
         if len(candidates) == 1 and not ctx.input.passed:
             ctx.log.emit("route_decided", router.name, agent=candidates[0].name, by="only member")
             return candidates[0].name
-        pipeline = PipelineConfig.of(router)
+        pipeline = PipelineConfig.of(router, ctx.program)
         if pipeline.enabled:
-            picked, candidates = self._pre_classify(router, candidates, pipeline, ctx)
+            picked, candidates, answered = self._pre_classify(router, candidates, pipeline, ctx)
             if picked is not None:
                 return picked
+            if answered is not None:  # parallel mode: the routing call was made at the same time
+                return self._routed(router, frame, ctx, answered, {c.name for c in candidates})
         names = [c.name for c in candidates]
         decision = ctx.embed_decide(ctx.input.text or "", ctx.agent_options(names), "route", router.name)
         asked = frame.data.decisions.pop("clarify", None)
@@ -168,15 +170,25 @@ class RouterExecutor:
         if decision is not None:
             ctx.log.emit("step", router.name, action="embedding unsure, asking the LLM", best=decision.best,
                          score=round(decision.score, 3), margin=round(decision.margin, 3))
-        request = prompts.route_request(router, self._described(router, candidates), ctx.state.history,
-                                        ctx.program.settings.history_window)
+        request = self._route_request(router, candidates, ctx)
         try:
-            response = ctx.complete(request, router.name)
+            response: LLMResponse | LLMError = ctx.complete(request, router.name)
         except LLMError as exc:
-            ctx.log.emit("error", router.name, where="routing", message=str(exc))
+            response = exc
+        return self._routed(router, frame, ctx, response, {c.name for c in candidates})
+
+    def _route_request(self, router: RouterAgent, candidates, ctx: TurnContext) -> LLMRequest:
+        return prompts.route_request(router, self._described(router, candidates), ctx.state.history,
+                                     ctx.program.settings.history_window)
+
+    @staticmethod
+    def _routed(router: RouterAgent, frame: Frame, ctx: TurnContext, response: LLMResponse | LLMError,
+                names: set[str]) -> str | None:
+        """The member a routing call's answer names (None: none, or the call failed and the user was told)."""
+        if isinstance(response, LLMError):
+            ctx.log.emit("error", router.name, where="routing", message=str(response))
             ctx.say(router.name, ROUTE_APOLOGY, frame)
             return None
-        names = {c.name for c in candidates}
         choice = None
         if response.tool_calls:
             choice = response.tool_calls[0].arguments.get("agent")
@@ -218,9 +230,7 @@ class RouterExecutor:
         out = []
         for agent in candidates:
             member = member_of(router, agent.name)
-            extra = []
-            if member is not None and member.description:
-                extra.append(f"route here when {member.description.strip().rstrip('.')}")
+            extra = []  # the HANDOFF WHEN words are on the agent's line already (prompts._agent_line)
             if member is not None and member.examples:
                 extra.append("words like " + ", ".join(f'"{w}"' for w in member.examples))
             if extra:
@@ -232,13 +242,16 @@ class RouterExecutor:
         """ABL 3.15: a fast classifier reads the message before the routing call. Sure enough (one
         intent, confidence at the threshold, no veto keyword): the member is chosen and the routing
         call is never made (sequential) or its answer is not used (parallel). Otherwise the routing
-        call sees only the `maxTools` likeliest members. Offline the local understanding model is the
+        call sees only the `maxTools` likeliest members (sequential), or its answer, made at the same
+        time as the classifier's, decides (parallel). Offline the local understanding model is the
         classifier (a decision sure by the program's thresholds counts as confident: its scores are
-        similarities, not probabilities); with an LLM and no local model, a small classify call is."""
+        similarities, not probabilities); with an LLM and no local model, a small classify call is.
+        Returns the member chosen (or None), the candidates left, and the parallel routing call's answer."""
         text = ctx.input.text or ""
         names = [c.name for c in candidates]
         intent, confidence, scores, by = None, 0.0, {}, "none"
         sure = False
+        answered: LLMResponse | LLMError | None = None
         decision = ctx.embed_decide(text, ctx.agent_options(names), "route", router.name)
         if decision is not None:
             by, scores = "embedding", dict(decision.scores)
@@ -246,9 +259,19 @@ class RouterExecutor:
             sure = decision.sure and intent is not None
         elif ctx.llm_classifies:
             by = "llm"
-            try:
-                response = ctx.complete(classify_request(router, self._described(router, candidates), text,
-                                                         pipeline.model), router.name)
+            classify = prompts.classify_request(router, candidates, text, pipeline.model)
+            if pipeline.mode == "parallel":
+                # the classifier and the routing call at the same time (abl-specification 3.15)
+                response, answered = complete_together(
+                    ctx, router.name, [classify, self._route_request(router, candidates, ctx)])
+            else:
+                try:
+                    response = ctx.complete(classify, router.name)
+                except LLMError as exc:
+                    response = exc
+            if isinstance(response, LLMError):
+                ctx.log.emit("error", router.name, where="pre-classification", message=str(response))
+            else:
                 args = response.tool_calls[0].arguments if response.tool_calls else {}
                 intent = args.get("intent") if args.get("intent") in names else None
                 try:
@@ -257,8 +280,6 @@ class RouterExecutor:
                     confidence = 0.0
                 if intent is not None:
                     scores = {n: (confidence if n == intent else 0.0) for n in names}
-            except LLMError as exc:
-                ctx.log.emit("error", router.name, where="pre-classification", message=str(exc))
             sure = intent is not None and confidence >= pipeline.threshold
         vetoed = pipeline.vetoed_by(text)
         short = pipeline.short_circuit and sure and not vetoed
@@ -274,25 +295,27 @@ class RouterExecutor:
         else:
             reason = "single intent, confident, no veto keyword"
         kept = names
-        if not short and pipeline.tool_filter and len(names) > pipeline.max_tools:
+        if not short and answered is None and pipeline.tool_filter and len(names) > pipeline.max_tools:
             ranked = sorted(names, key=lambda n: scores.get(n, 0.0), reverse=True)
             kept = [n for n in names if n in set(ranked[:pipeline.max_tools])]
         ctx.log.emit("pre_classification", router.name, mode=pipeline.mode, intent=intent, confidence=confidence,
                      threshold=pipeline.threshold, by=by, short_circuit=short, reason=reason, kept=kept,
-                     model=pipeline.model if by == "llm" else "local understanding model")
+                     model=(pipeline.model or "the configured chat model") if by == "llm"
+                     else "local understanding model", model_from=pipeline.model_from,
+                     concurrent=answered is not None)
         if short:
-            if pipeline.mode == "parallel" and ctx.llm_classifies:
-                # Parallel mode: the main call was made at the same time; its answer is not needed.
+            if pipeline.mode == "parallel" and ctx.llm_classifies and answered is None:
+                # Parallel mode with the local model as the classifier: the main call is paid for anyway.
                 try:
-                    ctx.complete(prompts.route_request(router, self._described(router, candidates),
-                                                       ctx.state.history, ctx.program.settings.history_window),
-                                 router.name)
+                    ctx.complete(self._route_request(router, candidates, ctx), router.name)
                 except LLMError as exc:
                     ctx.log.emit("error", router.name, where="routing (parallel)", message=str(exc))
+            elif isinstance(answered, LLMError):
+                ctx.log.emit("error", router.name, where="routing (parallel)", message=str(answered))
             ctx.log.emit("route_decided", router.name, agent=intent, by=f"pre-classification ({by})",
                          confidence=confidence)
-            return intent, candidates
-        return None, [c for c in candidates if c.name in kept]
+            return intent, candidates, None
+        return None, [c for c in candidates if c.name in kept], answered
 
     def _clarify(self, router: RouterAgent, frame: Frame, ctx: TurnContext, decision,
                  asked: list[str] | None) -> str | None:
@@ -536,7 +559,10 @@ def handoff_returned(ctx: TurnContext, owner: str, handoff: Handoff | None, chil
         if value is None and child.value:
             value = child.value.get(name)
         if value is not None:
-            ctx.write(owner, name, value, owner, why=f"ON_RETURN of {child.agent}")
+            # where the owner's expressions read the name: its own field, else a session variable (a
+            # supervisor has no fields of its own)
+            declared = any(a.name == name for a in getattr(ctx.program.agents.get(owner), "args", []))
+            ctx.write(owner if declared else "session", name, value, owner, why=f"ON_RETURN of {child.agent}")
             mapped[name] = value
     ctx.log.emit("handoff_completed", owner, target=child.agent, status=child.status, mapped=mapped)
     return mapped
@@ -583,19 +609,78 @@ def member_of(router: RouterAgent | None, name: str) -> RouterMember | None:
 
 
 def return_to_parent_tools(ctx: TurnContext, frame: Frame) -> list[ToolSchema]:
-    """`__return_to_parent__` for a member a supervisor handed the conversation to with RETURN: true
-    (ABL 3.10): the member gives the message back and waits, its transcript and values kept, until
-    the supervisor routes to it again."""
-    router = ctx.started_by_router(frame)
-    member = member_of(router, frame.agent)
-    if member is None or not member.resume or router.rules is None:  # ADL ensembles: hand_back is enough
-        return []
+    """`__return_to_parent__` (ABL 3.10) for an agent handed the conversation with RETURN: true, by a
+    supervisor (a member) or by a reasoning agent's HANDOFF: the agent gives the message back and waits,
+    its transcript and values kept, until its parent routes or hands over to it again."""
+    waiting = handoff_parent(ctx, frame)
+    if waiting is not None:
+        parent = waiting.top.agent
+        handoff = next((h for h in getattr(ctx.program.agents.get(parent), "handoffs", []) if h.agent == frame.agent),
+                       None)
+        if handoff is None or not handoff.resume or getattr(ctx.program.agents.get(parent), "rules", None) is None:
+            return []
+    else:
+        router = ctx.started_by_router(frame)
+        member = member_of(router, frame.agent)
+        if member is None or not member.resume or router.rules is None:  # ADL ensembles: hand_back is enough
+            return []
+        parent = router.name
     return [ToolSchema(
         name=RETURN_TO_PARENT,
-        description=(f"Give the conversation back to {router.name} when the user asks for something outside "
+        description=(f"Give the conversation back to {parent} when the user asks for something outside "
                      "your task (a digression). You wait, with everything gathered so far, and carry on "
                      "when the user comes back to your task."),
         parameters={"type": "object", "properties": {"reason": {"type": "string"}}})]
+
+
+def handoff_parent(ctx: TurnContext, frame: Frame):
+    """The thread of a reasoning agent that handed the conversation to `frame` and waits for it to end
+    (a HANDOFF with RETURN: true)."""
+    return next((t for t in ctx.state.threads.values() if t.reason == "handoff" and t.resume_after == frame.id
+                 and t.top.kind == "reasoning"), None)
+
+
+def return_to_parent(engine, frame: Frame, outcome: Outcome, ctx: TurnContext) -> bool:
+    """An agent another handed the conversation to (RETURN: true) gave the message back
+    (`__return_to_parent__`): it waits as a thread of its own, owned by its parent, and the parent's
+    thread comes back with the message; its handoff call is answered "not finished". False when no
+    agent waits for `frame`."""
+    waiting = handoff_parent(ctx, frame) if outcome.kind == "yield" and outcome.reason == "hand_back" else None
+    if waiting is None:
+        return False
+    stack = ctx.state.stack
+    frame.waiting = True
+    chain = engine._take_chain(ctx)
+    parent = waiting.top
+    child = engine._new_thread(chain, "hand_back", ctx, owner=parent.id)
+    ctx.log.emit("agent_suspended", frame.agent, by=f"return to {parent.agent}", reason="return_to_parent",
+                 thread=child.id, message=outcome.message)
+    del ctx.state.threads[waiting.id]
+    stack.extend(waiting.frames)
+    ctx.log.emit("thread_return", parent.agent, thread=waiting.id, reason="return_to_parent")
+    ctx.log.emit("agent_resumed", parent.agent, by=f"{frame.agent} returned", thread=waiting.id)
+    result = ChildResult(agent=frame.agent, frame_id=frame.id, graph=frame.graph, kind="yield", status="waiting",
+                         message=outcome.message or "returned to you: the user's message is for you",
+                         reason="hand_back", thread=child.id)
+    engine.executors[parent.kind].child_finished(parent, result, ctx)
+    return True
+
+
+def resume_returned(ctx: TurnContext, frame: Frame, target: Frame) -> Frame:
+    """`frame` hands the conversation to `target`'s agent again: if that agent returned to `frame` earlier
+    (`__return_to_parent__`) and waits, its thread comes back instead of a new run (ABL 3.10), with the
+    message `target` was offered. Otherwise `target`."""
+    waiting = next((t for t in ctx.state.threads.values() if t.reason == "hand_back" and t.owner == frame.id
+                    and t.base.agent == target.agent), None)
+    if waiting is None:
+        return target
+    top = ctx.resume_thread(waiting.id)
+    ctx.log.emit("agent_resumed", top.agent, by=f"handoff from {frame.agent}", thread=waiting.id)
+    if ctx.input.offered_to(target):
+        ctx.input.offer(top, frame.agent)
+    else:
+        top.reask = True
+    return top
 
 
 # ---- ABL 3.15: the supervisor's pre-classification pipeline -----------------------------------------
@@ -603,11 +688,17 @@ def return_to_parent_tools(ctx: TurnContext, frame: Frame) -> list[ToolSchema]:
 
 @dataclass
 class PipelineConfig:
-    """EXECUTION.pipeline of a supervisor, with the spec's defaults for what it does not say."""
+    """EXECUTION.pipeline of a supervisor, resolved as abl-specification 3.15 says: the agent's own block,
+    then the project's defaults (`pipeline:` in config.yml), then the system's.
+
+    `model` is the classifier's model when the agent or the project names one (`model_from` says which);
+    otherwise None: the call goes to the configured chat model. (The spec's system default, qwen3-30b, is
+    a model few servers have; sending it would make every classify call fail.)"""
 
     enabled: bool = False
     mode: str = "parallel"
-    model: str = "qwen3-30b"
+    model: str | None = None
+    model_from: str = "system default"
     short_circuit: bool = True
     threshold: float = 0.85
     tool_filter: bool = True
@@ -615,10 +706,17 @@ class PipelineConfig:
     veto: bool = True
     keywords: tuple[str, ...] = ()
 
+    SPEC_DEFAULT_MODEL = "qwen3-30b"
+
     @classmethod
-    def of(cls, router: RouterAgent) -> PipelineConfig:
-        raw = router.rules.execution.pipeline if router.rules is not None else {}
-        if not isinstance(raw, dict) or not raw:
+    def of(cls, router: RouterAgent, program: Program | None = None) -> PipelineConfig:
+        own = router.rules.execution.pipeline if router.rules is not None else {}
+        own = own if isinstance(own, dict) else {}
+        settings = getattr(program, "settings", None) if program is not None else None
+        project = getattr(settings, "pipeline", None) or {}
+        project = project if isinstance(project, dict) else {}
+        raw = _merged(project, own)
+        if not raw:
             return cls()
 
         def block(name: str) -> dict:
@@ -633,9 +731,11 @@ class PipelineConfig:
 
         short, tools, veto = block("shortCircuit"), block("toolFilter"), block("keywordVeto")
         words = veto.get("keywords") or []
+        model = own.get("model") or project.get("model") or None
+        model_from = "agent" if own.get("model") else "project config" if project.get("model") else "system default"
         return cls(enabled=bool(raw.get("enabled", False)),
                    mode=str(raw.get("mode") or "parallel").lower(),
-                   model=str(raw.get("model") or cls.model),
+                   model=str(model) if model else None, model_from=model_from,
                    short_circuit=bool(short.get("enabled", True)),
                    threshold=number(short.get("confidenceThreshold"), cls.threshold),
                    tool_filter=bool(tools.get("enabled", True)),
@@ -649,25 +749,71 @@ class PipelineConfig:
         return [w for w in self.keywords if re.search(rf"(?<!\w){re.escape(w)}(?!\w)", text, re.IGNORECASE)]
 
 
-CLASSIFY_TOOL = "classify_intent"
-CLASSIFY_MAX_TOKENS = 300  # abl-specification 3.15: "fast model, 300 tokens max"
+def _merged(base: dict, over: dict) -> dict:
+    """`over` on top of `base`, block by block (shortCircuit, toolFilter, keywordVeto merge key by key)."""
+    out = dict(base)
+    for key, value in over.items():
+        out[key] = _merged(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
 
 
-def classify_request(router: RouterAgent, candidates, text: str, model: str) -> LLMRequest:
-    names = [c.name for c in candidates]
-    lines = "\n".join(f"- {c.name}: {describe_agent(c)}" for c in candidates)
-    system = (f"You classify the intent of a customer's message for {router.name}"
-              f"{' (' + router.description + ')' if router.description else ''}. The agents:\n{lines}\n"
-              f"Call {CLASSIFY_TOOL} with the one agent the message is for (or none) and your confidence "
-              "from 0 to 1; give a low confidence when the message asks for several things.")
-    tool = ToolSchema(name=CLASSIFY_TOOL, description="The intent of the user's latest message.",
-                      parameters={"type": "object", "properties": {
-                          "intent": {"type": "string", "enum": [*names, prompts.NONE_CHOICE]},
-                          "confidence": {"type": "number"}}, "required": ["intent", "confidence"]})
-    return LLMRequest(purpose="route", messages=[ChatMessage(role="system", content=system),
-                                                 ChatMessage(role="user", content=text)],
-                      tools=[tool], tool_choice=CLASSIFY_TOOL, max_tokens=CLASSIFY_MAX_TOKENS,
-                      plan=f"pre_classify ({model})")
+CLASSIFY_TOOL = prompts.CLASSIFY_TOOL
+CLASSIFY_MAX_TOKENS = prompts.CLASSIFY_MAX_TOKENS
+
+
+class _Answered:
+    """Stands in for the provider while answers of calls already made are recorded (ctx.complete)."""
+
+    def __init__(self, llm, answers: dict[int, LLMResponse | LLMError]) -> None:
+        self.name = llm.name
+        self.can_classify = getattr(llm, "can_classify", True)
+        self._answers = answers
+
+    def complete(self, request: LLMRequest) -> LLMResponse:
+        answer = self._answers[id(request)]
+        if isinstance(answer, LLMError):
+            raise answer
+        return answer
+
+
+def complete_together(ctx: TurnContext, agent: str, requests: list[LLMRequest]) -> list[LLMResponse | LLMError]:
+    """Make several model calls at the same time (a thread each) and record them in the order given.
+    A provider whose answers depend on the order of the calls (`ordered`, the scripted one) gets them one
+    after the other. A failed call is its LLMError in the list."""
+    llm = ctx.llm
+    answers: dict[int, LLMResponse | LLMError] = {}
+
+    def ask(request: LLMRequest) -> LLMResponse | LLMError:
+        try:
+            return llm.complete(request)  # type: ignore[union-attr]
+        except LLMError as exc:
+            return exc
+
+    if llm is None or getattr(llm, "ordered", False) or len(requests) < 2:
+        out: list[LLMResponse | LLMError] = []
+        for request in requests:
+            try:
+                out.append(ctx.complete(request, agent))
+            except LLMError as exc:
+                out.append(exc)
+        return out
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=len(requests), thread_name_prefix="frontdesk-llm") as pool:
+        futures = [pool.submit(ask, request) for request in requests]
+        for request, future in zip(requests, futures):
+            answers[id(request)] = future.result()
+    ctx.llm = _Answered(llm, answers)
+    try:
+        out = []
+        for request in requests:
+            try:
+                out.append(ctx.complete(request, agent))
+            except LLMError as exc:
+                out.append(exc)
+        return out
+    finally:
+        ctx.llm = llm
 
 
 def digression_by_llm(ctx: TurnContext, frame: Frame, text: str) -> str | None:

@@ -42,6 +42,7 @@ from .documents import Document, is_abl_file, read_document
 from .outline import Node
 
 MAX_FILES = 500
+ABL_MAX_ITERATIONS = 10  # EXECUTION max_iterations when not given (abl-specification 7.11)
 _AGENT_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 TEXT_SECTIONS = ("GOAL", "PERSONA", "INSTRUCTIONS", "DESCRIPTION")
 _ROUTE = re.compile(r"^\s*INTENT\s*\((?P<words>[^)]*)\)\s*->\s*(?P<target>\S+)\s*$", re.IGNORECASE)
@@ -73,6 +74,13 @@ def load_abl(paths: Path | list[Path], entry: str | None = None) -> tuple[Progra
     root = Path(given[0]) if given and Path(given[0]).is_dir() else (Path(given[0]).parent if given else Path("."))
     docs = [d for d in (read_document(f, str(f), bag) for f in files) if d is not None]
     program = compile_documents(docs, bag, entry=entry, root=root)
+    if program is not None and root.is_dir():  # project settings: config.yml beside the agents, as for ADL
+        from frontdesk.lang.adl.config import find_config, load_settings
+
+        config = find_config(root)
+        if config is not None:
+            program.settings = load_settings(config, str(config), bag)
+            program.sources.append(config.name)
     return program, bag.items
 
 
@@ -391,6 +399,10 @@ def compile_agent(doc: Document, bag: DiagnosticBag, names: Names, library: dict
     use = sections.get("USE")
     if use is not None and (use.value or "").upper().startswith("BEHAVIOR_PROFILE"):
         _use_profile((use.value or "").split(":", 1)[-1].strip(), use, ctx, rules)
+    from .sections.meta import profile_tool_defs
+
+    for tool in profile_tool_defs(rules):  # TOOLS_ADD: offered while its profile is active
+        library.setdefault(tool.name, tool)
     description = rules.goal.splitlines()[0] if rules.goal else ""
     instructions = _instructions(rules, sections, ctx)
     span = doc.header.span if doc.header else None
@@ -404,7 +416,7 @@ def compile_agent(doc: Document, bag: DiagnosticBag, names: Names, library: dict
     can_escalate = "ESCALATE" in sections
     if "ESCALATE" in sections:
         _escalate(sections["ESCALATE"], ctx, rules)
-    max_iterations = rules.execution.max_iterations or 8
+    max_iterations = rules.execution.max_iterations or ABL_MAX_ITERATIONS
     setup = _on_start_graph(rules)
     if "FLOW" in sections:
         from .flow import compile_flow
@@ -413,6 +425,10 @@ def compile_agent(doc: Document, bag: DiagnosticBag, names: Names, library: dict
                                            delegates, handoffs, {t.name: [p.name for p in t.params] for t in tools})
         agent = FlowAgent(name=doc.name, description=description, args=_args(rules), graph=graph, rules=rules,
                           setup=setup, span=span)
+        for step_agent in extra_agents:  # REASONING: true steps: the flow's limit, and they speak as the flow's agent
+            if isinstance(step_agent, ReasoningAgent):
+                step_agent.max_iterations = int(max_iterations)
+                step_agent.shown_as = doc.name
         _cross_checks(doc, sections, ctx, rules)
         return [agent, *extra_agents]
     agent = ReasoningAgent(name=doc.name, description=description, args=_args(rules), instructions=instructions,

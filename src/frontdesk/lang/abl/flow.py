@@ -95,6 +95,7 @@ class _FlowBuilder:
     params: dict[str, list[str]] = field(default_factory=dict)  # tool -> its parameter names, in order
     reported: set = field(default_factory=set)  # unknown step names already reported (name, line, column)
     corrects: list[str] = field(default_factory=list)  # fields of steps with CORRECTIONS: true
+    exits: dict[str, str] = field(default_factory=dict)  # step -> where it goes on after it
     counter: int = 0
 
     def new_id(self, step: str, what: str) -> str:
@@ -171,7 +172,42 @@ def compile_flow(section: Node, ctx: SectionContext, rules: AgentRules, instruct
             if isinstance(n, ListenNode):
                 n.corrects = list(b.corrects)
     graph = StepGraph(entry=b.order[0], nodes=b.nodes, labels={name: name for name in b.order})
+    from .sections.gather import profile_fields
+
+    profile_fields(rules, ctx)  # GATHER_OVERRIDES, now that every field of the flow is known
+    graph.exits = _skippable(b, section)
     return graph, b.extra_agents
+
+
+def _skippable(b: _FlowBuilder, section: Node) -> dict[str, str]:
+    """FLOW_MODIFICATIONS skip of the agent's behaviour profiles: where each step they may skip goes on."""
+    out: dict[str, str] = {}
+    for profile in b.rules.profiles:
+        mods = {str(k).lower(): v for k, v in (profile.flow_modifications or {}).items()}
+        skip = mods.get("skip") or []
+        for name in skip if isinstance(skip, list) else [skip]:
+            name = str(name).strip()
+            if name in b.exits:
+                out[name] = b.exits[name]
+            else:
+                b.ctx.warning(codes.IGNORED, f"profile {profile.name} skips {name}, which is not a step of "
+                              f"{b.ctx.agent}'s FLOW; it is ignored", section)
+        for key in ("override", "insert_before"):
+            if mods.get(key):
+                b.ctx.warning(codes.IGNORED, f"FLOW_MODIFICATIONS {key} of profile {profile.name} is not "
+                              "supported yet and has no effect", section)
+    return out
+
+
+def _profile_required(rules: AgentRules) -> set[str]:
+    """Fields a behaviour profile makes required (GATHER_OVERRIDES field_overrides: required: true)."""
+    out: set[str] = set()
+    for profile in rules.profiles:
+        fields = {str(k).lower(): v for k, v in (profile.gather_overrides or {}).items()}.get("field_overrides")
+        for name, data in fields.items() if isinstance(fields, dict) else []:
+            if isinstance(data, dict) and any(str(k).lower() == "required" and v is True for k, v in data.items()):
+                out.add(str(name))
+    return out
 
 
 _TEMPLATE_REF = re.compile(r"^\s*TEMPLATE\(\s*([A-Za-z_]\w*)\s*\)\s*$")
@@ -248,6 +284,7 @@ def _compile_step(b: _FlowBuilder, name: str, node: Node, after: str) -> None:
         b.rules.metadata.setdefault("steps", {})[name] = kept
     exit_node = props.get("THEN") or props.get("GOTO")
     exit_id = after if exit_node is None else (b.target(exit_node.text, exit_node) or after)
+    b.exits[name] = exit_id
     chain: list = []  # nodes of the step in order; the last one's next is exit_id
 
     def link(nodes: list) -> None:
@@ -599,7 +636,9 @@ def _gather(b: _FlowBuilder, step: str, fields: list[GatherField], props: dict[s
     strategy_name = ctx.choice(strategy, ("llm", "pattern", "hybrid"), default="llm") if strategy is not None else "llm"
     step_prompt = ctx.text(prompt_node)
     names = [f.name for f in fields]
-    asked = [f for f in fields if f.required] or fields
+    by_profile = _profile_required(b.rules)  # optional here, required while a profile says so
+    required = [f for f in fields if f.required]
+    asked = [f for f in fields if f.required or f.name in by_profile] if required else fields
     gathered = _noop(b.new_id(step, "gathered"))
     complete_when = props.get("COMPLETE_WHEN")
     done = ctx.condition(complete_when.text, complete_when) if complete_when is not None else None
@@ -629,8 +668,11 @@ def _gather(b: _FlowBuilder, step: str, fields: list[GatherField], props: dict[s
     for f in asked:
         ask, _, _ = question(f"ask_{f.name}_", (f.prompt or step_prompt or f"What is your {f.name.replace('_', ' ')}?",
                                                 prompt_node))
-        out.append(BranchNode(id=b.new_id(step, f"has_{f.name}_"), cases=[BranchCase(
-            condition=ExprCondition(source=_settled_source(f), expr=_settled(f)), target="")], otherwise=ask.id))
+        condition = ExprCondition(source=_settled_source(f), expr=_settled(f))
+        if required and not f.required:  # asked only while a profile requires it (the runtime checks)
+            condition = ExprCondition(source=f"{f.name} is optional unless a profile requires it", expr=Lit(value=True))
+        out.append(BranchNode(id=b.new_id(step, f"has_{f.name}_"), cases=[BranchCase(condition=condition, target="")],
+                              otherwise=ask.id))
     if done is not None:
         ask, _, _ = question("ask_more_", (step_prompt or "Is there anything else you can tell me?", prompt_node))
         out.append(BranchNode(id=b.new_id(step, "complete_when"), cases=[BranchCase(condition=done, target="")],
@@ -706,7 +748,43 @@ def _transfer(b: _FlowBuilder, step: str, key: str, node: Node) -> list:
         return []
     if key == "DELEGATE":
         return [InvokeNode(id=b.new_id(step, "delegate"), target=target, target_kind="agent")]
-    resume = ctx.boolean(node.get("RETURN"))
-    return [HandoffNode(id=b.new_id(step, "handoff"), target=target, resume=resume)]
+    declared = next((h for h in b.handoffs if h.agent == target), None)  # the agent's HANDOFF entry to it
+    resume = ctx.boolean(node.get("RETURN"), default=declared.resume if declared is not None else False)
+    handoff = HandoffNode(id=b.new_id(step, "handoff"), target=target, resume=resume)
+    context = node.get("CONTEXT") if node.children else None
+    if context is not None:
+        _handoff_context(b, handoff, context)
+    elif declared is not None:  # `HANDOFF: Payment` takes the CONTEXT of the agent's HANDOFF entry to it
+        handoff.args = [ArgValue(name=p, value=Ref(scope=SESSION, name=p)) for p in declared.passes]
+        handoff.summary, handoff.history = declared.summary, declared.history
+    return [handoff]
+
+
+def _handoff_context(b: _FlowBuilder, handoff: HandoffNode, context: Node) -> None:
+    """A step's HANDOFF CONTEXT: `pass` (names or paths: `book_hotel.amount` passes `amount`), `summary`
+    (a template for the agent taking over) and `history` (none, summary_only, full, {last_n: N})."""
+    ctx = b.ctx
+    passes = context.get("pass") or context.get("PASS")
+    seen: set[str] = set()
+    for path in ctx.names_list(passes) if passes is not None else []:
+        name = path.split(".")[-1]
+        if name in seen:
+            ctx.error(codes.DUPLICATE_NAME, f"CONTEXT pass names {name} twice", passes)
+            continue
+        seen.add(name)
+        handoff.args.append(ArgValue(name=name, value=ctx.expression(path, passes)))
+    summary = context.get("summary") or context.get("SUMMARY")
+    if summary is not None:
+        handoff.summary = ctx.template(summary.text, summary)
+    history = context.get("history") or context.get("HISTORY")
+    if history is not None:
+        data = ctx.data(history)
+        if isinstance(data, dict) and "last_n" in data:
+            handoff.history = f"last_n:{data['last_n']}"
+        elif str(data or "none") in ("none", "summary_only", "full"):
+            handoff.history = str(data or "none")
+        else:
+            ctx.error(codes.BAD_VALUE, f"history is none, summary_only, full or {{last_n: N}}, not '{history.text}'",
+                      history.value_span() if history.value else history)
 
 

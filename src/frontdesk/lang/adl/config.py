@@ -16,7 +16,7 @@ from .codes import CONFIG_IGNORED, WRONG_TYPE
 
 CONFIG_NAMES = ("config.yml", "config.yaml")
 _INT_KEYS = ("max_consecutive_fallbacks", "history_window")
-_KNOWN_KEYS = ("llm", "understanding", "tools") + _INT_KEYS
+_KNOWN_KEYS = ("llm", "understanding", "tools", "pipeline") + _INT_KEYS
 _TOOL_LIMITS = ("timeout", "output_chars", "result_chars")
 _DECISIONS = ("route", "claims")
 _THRESHOLDS = ("accept", "margin", "reject")
@@ -61,6 +61,9 @@ def _apply_setting(settings: ProgramSettings, key: YScalar, value, bag: Diagnost
         elif not (isinstance(value, YScalar) and value.value is None):
             bag.error(WRONG_TYPE, f"'llm' must be a mapping, found {kind_name(value)}", value.span,
                       hint="write llm: followed by indented chat: / embedding: settings")
+    elif name == "pipeline":  # ABL supervisors' pre-classification defaults (abl-specification 3.15)
+        if _is_mapping("pipeline", value, bag, "pipeline:\n  enabled: true\n  model: small-model"):
+            settings.pipeline = to_python(value)
     elif name == "understanding":
         _apply_understanding(settings, value, bag)
     elif name == "tools":

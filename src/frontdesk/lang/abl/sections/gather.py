@@ -569,3 +569,105 @@ def compile_lookup_tables(node: Node, ctx: SectionContext, rules: AgentRules) ->
             continue
         seen.add(table.name)
         rules.lookup_tables.append(table)
+
+
+# ---- BEHAVIOR_PROFILES GATHER_OVERRIDES ----------------------------------------------------------------
+
+OVERRIDE_KEYS = ("prompt", "required", "type", "options", "values", "default", "validate", "validation",
+                 "retry_prompt", "error")
+OVERRIDE_STYLES = {"validation_style": ("strict", "lenient"), "confirmation": ("always", "never", "on_change")}
+
+
+def profile_fields(rules: AgentRules, ctx: SectionContext) -> None:
+    """GATHER_OVERRIDES of the agent's behaviour profiles (3.13.2): each `field_overrides` entry becomes the
+    agent's field as the profile has it (`profile.gather_fields`: prompt, required, type, options, default,
+    validation, retry_prompt) and its prompt a template (`profile.gather_prompts`). Called once the agent's
+    fields are known (after its FLOW's GATHER steps). A field the agent does not gather is ignored with a
+    warning: a profile document may serve several agents."""
+    declared = {f.name: f for f in rules.gather}
+    for profile in rules.profiles:
+        overrides = {str(k).lower(): v for k, v in (profile.gather_overrides or {}).items()}
+        at = Node(key=None, value=None, span=profile.span or Span(file=ctx.file, line=1, column=1))
+        for word, allowed in OVERRIDE_STYLES.items():
+            value = overrides.get(word)
+            if value is not None and str(value).lower() not in allowed:
+                ctx.error(codes.BAD_VALUE, f"{word} of profile {profile.name} is {' or '.join(allowed)}, not '{value}'",
+                          at)
+        fields = overrides.get("field_overrides") or {}
+        if not isinstance(fields, dict):
+            ctx.error(codes.WRONG_SHAPE, f"field_overrides of profile {profile.name} maps field names to properties",
+                      at, "write field_overrides: {card_number: {prompt: \"...\"}}")
+            continue
+        for name, data in fields.items():
+            name = str(name)
+            base = declared.get(name)
+            if base is None:
+                from frontdesk.diagnostics import did_you_mean
+
+                guess = did_you_mean(name, sorted(declared))
+                ctx.warning(codes.IGNORED, f"profile {profile.name} overrides {name}, which {ctx.agent} does not "
+                            "gather; the override is ignored", at, f"did you mean {guess}?" if guess else None)
+                continue
+            field = _overridden(base, {"prompt": data} if isinstance(data, str) else data, profile.name, at, ctx)
+            if field is None:
+                continue
+            profile.gather_fields[name] = field
+            if field.prompt != base.prompt:
+                profile.gather_prompts[name] = ctx.template(field.prompt, at)
+
+
+def _overridden(base: GatherField, data: Any, profile: str, at: Node, ctx: SectionContext) -> GatherField | None:
+    if not isinstance(data, dict):
+        ctx.error(codes.WRONG_SHAPE, f"profile {profile}: the override of {base.name} holds properties "
+                  "(prompt, required, validate, ...)", at)
+        return None
+    field = base.model_copy(deep=True)
+    for word, value in ((str(k).lower(), v) for k, v in data.items()):
+        if word == "prompt":
+            field.prompt = str(value)
+        elif word == "required":
+            if not isinstance(value, bool):
+                ctx.error(codes.BAD_VALUE, f"profile {profile}: required of {base.name} is true or false", at)
+                continue
+            field.required = value
+            if field.activation in ("required", "optional"):
+                field.activation = "required" if value else "optional"
+        elif word == "type":
+            if str(value).lower() not in BASE_TYPES and str(value) not in ctx.names.types:
+                ctx.error(codes.UNKNOWN_TYPE, f"profile {profile}: unknown type '{value}' for {base.name}", at)
+                continue
+            field.type = str(value).lower() if str(value).lower() in BASE_TYPES else str(value)
+        elif word in ("options", "values"):
+            field.options = [str(v) for v in (value if isinstance(value, list) else str(value).split(","))]
+        elif word == "default":
+            field.default = value
+        elif word in ("validate", "validation"):
+            field.validations = _data_validations(value, at, ctx)
+        elif word in ("retry_prompt", "error"):
+            field.extra["retry_prompt"] = str(value)
+        else:
+            from frontdesk.diagnostics import did_you_mean
+
+            guess = did_you_mean(word, list(OVERRIDE_KEYS))
+            ctx.error(codes.UNKNOWN_KEY, f"profile {profile}: a field override has no key '{word}'", at,
+                      f"did you mean {guess}?" if guess else f"a field override takes: {', '.join(OVERRIDE_KEYS)}")
+    return field
+
+
+def _data_validations(value: Any, at: Node, ctx: SectionContext) -> list[Validation]:
+    """A `validate` written in a profile (data, not lines): an LLM rule, {type, rule, error, max_retries},
+    {pattern: ..., range: ...}, or a list of these."""
+    if isinstance(value, list):
+        return [v for item in value for v in _data_validations(item, at, ctx)]
+    if isinstance(value, str):
+        return [Validation(kind="llm", rule=value)] if value.strip() else []
+    if not isinstance(value, dict):
+        ctx.error(codes.WRONG_SHAPE, "validate holds type, rule, error and max_retries", at)
+        return []
+    lowered = {str(k).lower(): v for k, v in value.items()}
+    if "type" in lowered:
+        return _one_validation(str(lowered["type"]), lowered.get("rule"), lowered.get("error"),
+                               lowered.get("max_retries"), at, None, ctx)
+    error = lowered.get("error")
+    return [v for k, rule in lowered.items() if k != "error"
+            for v in _one_validation(k, rule, error, None, at, None, ctx)]

@@ -96,7 +96,13 @@ def add_profile(name: str, data: dict, ctx: SectionContext, rules: AgentRules, w
         value = data.get(field) or []
         setattr(profile, field, [str(v) for v in (value if isinstance(value, list) else [value])])
     tools_add = data.get("tools_add") or []
-    profile.tools_add = tools_add if isinstance(tools_add, list) else [tools_add]
+    for entry in tools_add if isinstance(tools_add, list) else [tools_add]:
+        tool = profile_tool(entry, ctx, where, name)
+        if tool is not None:
+            profile.tools_add.append(tool.model_dump(mode="json", exclude_none=True))
+    if isinstance(data.get("voice"), dict) and data["voice"]:
+        ctx.warning(codes.IGNORED, f"the VOICE of profile {name} (text-to-speech settings) has no effect in a text "
+                    "runtime", where, "its INSTRUCTIONS, TOOLS_HIDE, TOOLS_ADD and CONSTRAINTS apply")
     for field in ("voice", "response_rules", "gather_overrides", "flow_modifications"):
         value = data.get(field)
         if isinstance(value, dict):
@@ -109,3 +115,37 @@ def add_profile(name: str, data: dict, ctx: SectionContext, rules: AgentRules, w
             profile.constraints.append(constraint)
     profile.extra = {k: v for k, v in data.items() if k not in PROFILE_KEYS}
     rules.profiles.append(profile)
+
+
+def profile_tool(entry, ctx: SectionContext, where: Node | None, profile: str):
+    """A TOOLS_ADD entry (`name(params) -> returns`, with `description:` under it) as a ToolDef with no
+    implementation of its own: the program's tool of that name (a .tools.abl library, a Python file) runs it."""
+    from frontdesk.ir.models import ToolDef, ToolParam
+
+    from ..signatures import SignatureError, parse_signature
+
+    description = ""
+    if isinstance(entry, dict):
+        description = str(entry.get("description") or "")
+        entry = entry.get("value") or entry.get("signature") or entry.get("name")
+    if not isinstance(entry, str) or not entry.strip():
+        ctx.error(codes.BAD_SIGNATURE, f"a TOOLS_ADD entry of profile {profile} is a tool signature", where,
+                  "write - name(param: type) -> ReturnType")
+        return None
+    try:
+        sig = parse_signature(entry.strip() if "(" in entry else entry.strip() + "()")
+    except SignatureError as exc:
+        ctx.error(codes.BAD_SIGNATURE, f"TOOLS_ADD of profile {profile}: bad tool signature: "
+                  f"{getattr(exc, 'message', str(exc))}", where, "write - name(param: type) -> ReturnType")
+        return None
+    params = [ToolParam(name=p.name, type=p.schema.get("type", "any") if isinstance(p.schema, dict) and
+                        isinstance(p.schema.get("type"), str) else "any", required=p.required, default=p.default)
+              for p in sig.params]
+    return ToolDef(name=sig.name, description=description, params=params, returns=sig.returns or {})
+
+
+def profile_tool_defs(rules: AgentRules) -> list:
+    """The tools the agent's profiles add (TOOLS_ADD), as ToolDefs for the program's tool table."""
+    from frontdesk.ir.models import ToolDef
+
+    return [ToolDef.model_validate(t) for p in rules.profiles for t in p.tools_add if isinstance(t, dict)]
