@@ -200,3 +200,18 @@ FLOW:
     assert "help@shop.test" not in result.stdout
     assert "Write to [REDACTED] for anything." in result.stdout
     assert "draft not sent as written" in result.stderr  # the trace still shows what was drafted
+
+
+@pytest.mark.local
+def test_chat_holds_an_escalated_session_until_the_person_hands_it_back(workdir):
+    hub = ROOT / "examples" / "support_hub"
+    lines = ["I want to pay off my credit card", "5000", "yes", "please pay my credit card bill", "yes",
+             "hello?", "/human limit raised", "what's my balance?"]
+    result = frontdesk("chat", str(hub), "--store", "memory", "--llm", "local", stdin="\n".join(lines) + "\n",
+                       cwd=workdir)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "type /human" in result.stderr
+    held = out.index("A member of our team will reply here shortly.")
+    assert "handed the session back" in result.stderr
+    assert out.index("Your checking account balance is 1250 EUR.") > held  # agents answer again

@@ -338,6 +338,7 @@ def chat(
             show(result)
         _dim(f"session {session_id} · {models.describe()} · type /quit to leave")
         lines = iter(inputs) if inputs is not None else None
+        escalated_noted = False
         while True:
             if lines is not None:
                 text = next(lines, None)
@@ -359,6 +360,14 @@ def chat(
                 break
             if not text.strip():
                 continue
+            if text.strip().split()[0] == "/human":
+                # Play the person an escalated session went to: hand it back with a summary
+                # (ABL ESCALATE on_human_complete; a server does this through its API).
+                summary = text.strip()[len("/human"):].strip() or "resolved by a person"
+                show(engine.human_completed(session_id, {"resolved": True, "resolution_summary": summary}))
+                _dim("(the person handed the session back)")
+                escalated_noted = False
+                continue
             if interactive:
                 with err.status(Text("…", style="dim"), spinner="dots"):
                     result = engine.send(session_id, text)
@@ -368,6 +377,9 @@ def chat(
             if result.ended:
                 _dim("(the conversation has ended)")
                 break
+            if engine.load_state(session_id).status == "escalated" and not escalated_noted:
+                escalated_noted = True
+                _dim("(the session is with a person now; type /human <what they did> to hand it back)")
     except ScriptError as exc:
         _error(str(exc), "script error:")
         raise typer.Exit(1)
