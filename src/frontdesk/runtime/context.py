@@ -403,6 +403,22 @@ class TurnContext:
     def eval(self, expr: Expr, agent: str, frame: Frame | None = None) -> Any:
         return evaluate(expr, lambda ref: self.read(ref, agent, frame), env=self.eval_env)
 
+    def holds(self, condition: Any, agent: str, frame: Frame | None = None, where: str = "",
+              failure: str = "warning") -> bool | None:
+        """Whether an expression condition (an ABL WHEN, trigger or rule) holds now. None when it is
+        not an expression (a natural-language condition is decided elsewhere) or when evaluating it
+        failed: the failure is a `failure` event naming `where`, and the turn goes on."""
+        from frontdesk.expr import EvalError, is_true
+        from frontdesk.ir.expr import ExprCondition
+
+        if not isinstance(condition, ExprCondition):
+            return None
+        try:
+            return is_true(self.eval(condition.expr, agent, frame))
+        except EvalError as exc:
+            self.log.emit(failure, agent, where=where, message=str(exc))
+            return None
+
     def render(self, template: Template, agent: str, frame: Frame | None = None) -> str:
         def missing(ref: Ref) -> None:
             self.log.emit("warning", agent, where="bot message",

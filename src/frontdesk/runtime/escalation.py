@@ -31,8 +31,6 @@ def check_triggers(ctx: TurnContext) -> bool:
     held_before = set(ctx.state.system.get("escalation_held") or [])
     held: list[str] = []
     fired = None
-    from frontdesk.expr import EvalError, is_true
-    from frontdesk.ir.expr import ExprCondition
 
     seen: set[str] = set()
     for frame in reversed(ctx.state.stack):
@@ -42,14 +40,7 @@ def check_triggers(ctx: TurnContext) -> bool:
         agent = ctx.program.agents.get(frame.agent)
         rules = getattr(agent, "rules", None)
         for trigger in rules.escalation if rules is not None else []:
-            if not isinstance(trigger.when, ExprCondition):
-                continue
-            try:
-                holds = is_true(ctx.eval(trigger.when.expr, frame.agent, frame))
-            except EvalError as exc:
-                ctx.log.emit("warning", frame.agent, where="ESCALATE trigger", message=str(exc))
-                continue
-            if not holds:
+            if not ctx.holds(trigger.when, frame.agent, frame, where="ESCALATE trigger"):
                 continue
             key = f"{frame.agent}: {trigger.when.source}"
             held.append(key)
@@ -239,8 +230,7 @@ def human_completed(ctx: TurnContext, human: dict[str, Any]) -> str:
     is active again, and the escalating agent's first on_human_complete rule that holds runs: its words
     are said; COMPLETE: true ends that agent (the supervisor below takes the next message); CONTINUE
     gives the agent the person's instructions and it goes on. Returns what was done."""
-    from frontdesk.expr import EvalError, is_true
-    from frontdesk.ir.expr import ExprCondition, Ref
+    from frontdesk.ir.expr import Ref
 
     record = ctx.state.system.get("escalation")
     agent = record.get("agent") if isinstance(record, dict) else None
@@ -255,14 +245,7 @@ def human_completed(ctx: TurnContext, human: dict[str, Any]) -> str:
     frame = next((f for f in reversed(ctx.state.stack) if f.agent == owner and f.graph == "main"), None)
     action = "none"
     for rule in rules.after_human if rules is not None else []:
-        if not isinstance(rule.when, ExprCondition):
-            continue
-        try:
-            holds = is_true(ctx.eval(rule.when.expr, owner, frame))
-        except EvalError as exc:
-            ctx.log.emit("warning", owner, where="on_human_complete", message=str(exc))
-            continue
-        if not holds:
+        if not ctx.holds(rule.when, owner, frame, where="on_human_complete"):
             continue
         if rule.action.respond is not None:
             ctx.say(owner, ctx.render(rule.action.respond, owner, frame), frame)

@@ -203,17 +203,14 @@ class RouterExecutor:
     def _by_condition(router: RouterAgent, frame: Frame, ctx: TurnContext) -> str | None:
         """A member whose WHEN is an expression that holds (`channel == "voice"`), in the order written:
         routed there without any model."""
-        from frontdesk.expr import EvalError, is_true
         from frontdesk.ir.expr import ExprCondition
 
         for member in router.members:
             if not isinstance(member.condition, ExprCondition) or member.agent in ctx.input.passed \
                     or member.agent not in ctx.program.agents:
                 continue
-            try:
-                holds = is_true(ctx.eval(member.condition.expr, router.name, frame))
-            except EvalError as exc:
-                ctx.log.emit("warning", router.name, where="routing WHEN", message=str(exc))
+            holds = ctx.holds(member.condition, router.name, frame, where="routing WHEN")
+            if holds is None:
                 continue
             ctx.log.emit("condition_evaluated", router.name, condition=member.condition.source, result=holds,
                          by="expression")
@@ -389,18 +386,9 @@ class RouterExecutor:
         rules = router.rules
         if rules is None or not rules.complete:
             return False
-        from frontdesk.expr import EvalError, is_true
-        from frontdesk.ir.expr import ExprCondition
 
         for rule in rules.complete:
-            if not isinstance(rule.when, ExprCondition):
-                continue
-            try:
-                holds = is_true(ctx.eval(rule.when.expr, router.name, frame))
-            except EvalError as exc:
-                ctx.log.emit("error", router.name, where="completion", message=str(exc))
-                continue
-            if not holds:
+            if not ctx.holds(rule.when, router.name, frame, where="completion", failure="error"):
                 continue
             asked = bool(ctx.said) and ctx.said[-1].text.rstrip().endswith("?")
             ctx.log.emit("step", router.name, action="complete", condition=rule.when.source,
