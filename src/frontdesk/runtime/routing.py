@@ -777,7 +777,8 @@ def complete_together(ctx: TurnContext, agent: str, requests: list[LLMRequest]) 
         except LLMError as exc:
             return exc
 
-    if llm is None or getattr(llm, "ordered", False) or len(requests) < 2:
+    def in_order() -> list[LLMResponse | LLMError]:
+        # through ctx.complete, so each call is recorded (llm_call event, usage) in the order given
         out: list[LLMResponse | LLMError] = []
         for request in requests:
             try:
@@ -785,21 +786,18 @@ def complete_together(ctx: TurnContext, agent: str, requests: list[LLMRequest]) 
             except LLMError as exc:
                 out.append(exc)
         return out
+
+    if llm is None or getattr(llm, "ordered", False) or len(requests) < 2:
+        return in_order()
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=len(requests), thread_name_prefix="frontdesk-llm") as pool:
         futures = [pool.submit(ask, request) for request in requests]
         for request, future in zip(requests, futures):
             answers[id(request)] = future.result()
-    ctx.llm = _Answered(llm, answers)
+    ctx.llm = _Answered(llm, answers)  # the answers are in hand: recording them calls nothing again
     try:
-        out = []
-        for request in requests:
-            try:
-                out.append(ctx.complete(request, agent))
-            except LLMError as exc:
-                out.append(exc)
-        return out
+        return in_order()
     finally:
         ctx.llm = llm
 
