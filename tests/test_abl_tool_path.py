@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from frontdesk.lang.abl.compiler import load_abl
@@ -255,31 +256,71 @@ FLOW:
 '''
 
 
-def test_fan_out_runs_its_tasks_in_the_mode_the_trace_says(tmp_path):
+FAN_TASKS = [{"agent": "Look_A", "input": {"x": "1"}}, {"agent": "Look_B", "input": {"x": "2"}}]
+
+
+class ByTranscript:
+    """A model that answers by what the request holds, not by the order of the calls (so it is not
+    `ordered`, and fan_out may run its tasks at once): a greeting before the user spoke, the fan_out
+    call to the user's message, words once the results are in. Thread-safe: it keeps only a list."""
+
+    name = "by-transcript"
+
+    def __init__(self) -> None:
+        self.calls: list = []
+
+    def complete(self, request):
+        from frontdesk.llm.base import LLMResponse, ToolCall, Usage
+
+        self.calls.append(request)
+        usage = Usage(prompt_tokens=7, completion_tokens=3)
+        if not any(m.role == "user" for m in request.messages):
+            return LLMResponse(content=GREETING["reply"], usage=usage)
+        if request.messages[-1].role == "user":
+            return LLMResponse(tool_calls=[ToolCall(id="fan-1", name="fan_out", arguments={"tasks": FAN_TASKS})],
+                               usage=usage)
+        return LLMResponse(content="Both are back.", usage=usage)
+
+
+@pytest.mark.parametrize("provider", ["scripted", "unordered"])
+def test_fan_out_runs_its_tasks_in_the_mode_the_trace_says(tmp_path, provider):
     files = {"fanner.agent.abl": FANNER, "a.agent.abl": LOOK.format(n="A", l="a"),
              "b.agent.abl": LOOK.format(n="B", l="b")}
-    eng, _ = engine(tmp_path, files, "Fanner", [
-        GREETING,
-        {"purpose": "reason", "call": "fan_out", "with": {"tasks": [
-            {"agent": "Look_A", "input": {"x": "1"}}, {"agent": "Look_B", "input": {"x": "2"}}]}},
-        {"purpose": "reason", "reply": "Both are back."}])
+    if provider == "scripted":  # answers in the order it is asked: the tasks run one after another
+        eng, _ = engine(tmp_path, files, "Fanner", [
+            GREETING, {"purpose": "reason", "call": "fan_out", "with": {"tasks": FAN_TASKS}},
+            {"purpose": "reason", "reply": "Both are back."}])
+    else:
+        eng = Engine(build(tmp_path, files, "Fanner"), ByTranscript(), MemorySessionStore())
     sid = eng.start(channel="test").session_id
     started = time.perf_counter()
     result = eng.send(sid, "look up both")
     took = time.perf_counter() - started
     (fan,) = of(result, "fan_out.started")
-    results = of(result, "fan_out.completed")[0].data["results"]
+    (done,) = of(result, "fan_out.completed")
+    results = done.data["results"]
     assert [(r["agent"], r["status"]) for r in results] == [("Look_A", "success"), ("Look_B", "success")]
+    assert [(t["agent"], t["status"]) for t in done.data["tasks"]] == [("Look_A", "success"), ("Look_B", "success")]
+    assert all(t["duration_ms"] >= 450 for t in done.data["tasks"])  # each task's own time: its 0.5 s lookup
     assert [m.text for m in result.messages] == ["Both are back."]
     calls = of(result, "tool_call")
     answers = of(result, "tool_result")
+    # merged in task order, renumbered by the turn's log: one sequence, no gap, no repeat
     assert [c.data["tool"] for c in calls] == ["slow_a", "slow_b"]
-    if fan.data["mode"] == "sequential":
-        # one task after the other: the second lookup starts once the first has answered
-        assert answers[0].seq < calls[1].seq and took >= 0.95
-        assert fan.data.get("why")
+    assert [e.seq for e in result.events] == list(range(result.events[0].seq, result.events[-1].seq + 1))
+    assert [e["seq"] for e in eng.store.events(sid)][-len(result.events):] == [e.seq for e in result.events]
+    assert fan.seq < calls[0].seq < answers[0].seq < calls[1].seq < answers[1].seq < done.seq
+    if provider == "scripted":
+        assert fan.data["mode"] == "sequential" and "order" in fan.data["why"]
+        # one task after the other: the second lookup started once the first had answered
+        assert answers[0].ts <= calls[1].ts and took >= 0.95
     else:
-        assert fan.data["mode"] == "parallel" and took < 0.9
+        assert fan.data["mode"] == "parallel" and fan.data["workers"] == 2
+        # at the same time: the second lookup started before the first answered
+        assert calls[1].ts < answers[0].ts and took < 0.9
+        # the tasks' model calls (none here) and the caller's two are counted once each
+        (completed,) = of(result, "execution.completed")
+        assert completed.data["llm_calls"] == 2 and completed.data["prompt_tokens"] == 14
 
 
 # ---- 4. the IR carries the effective max_iterations ----------------------------------------------------

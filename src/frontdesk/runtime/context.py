@@ -197,6 +197,8 @@ class TurnContext:
     eval_env: EvalEnv = field(default_factory=EvalEnv)  # clock and randomness of expressions
     said: list[BotMessage] = field(default_factory=list)
     input: TurnInput = field(default_factory=lambda: TurnInput(None))
+    # the Engine driving this turn: fan_out (runtime/fanout.py) drives its tasks' stacks with it
+    engine: Any = None
 
     def new_frame_id(self) -> str:
         fid = f"f{self.state.next_frame}"

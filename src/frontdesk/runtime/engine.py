@@ -225,7 +225,8 @@ class Engine:
         log = EventLog(state.event_seq, state.turn, clock=self.clock, subscribers=self.subscribers)
         ctx = TurnContext(program=self.program, state=state, llm=self.llm, tools=self.tools, log=log,
                           knowledge=self.knowledge, understanding=self.understanding, eval_env=self.eval_env,
-                          option_cache=self.option_cache, memory=self.memory, pipeline=self.pipeline)
+                          option_cache=self.option_cache, memory=self.memory, pipeline=self.pipeline,
+                          engine=self)
         if self.rules is not None:  # lifecycle events drive MEMORY recall and agent HOOKS
             self.rules.attach(ctx, self)
         return ctx
@@ -262,10 +263,21 @@ class Engine:
         active = next((f.agent for f in reversed(state.stack) if f.graph == "main"), None)
         return TurnResult(state.session_id, sent, ctx.log.events, state.ended, active)
 
-    def _drive(self, ctx: TurnContext) -> None:
+    def drive_task(self, ctx: TurnContext) -> ChildResult | None:
+        """Drive a fan_out task's own stack (its own context, see runtime/fanout.py) with the same loop
+        as a turn. The result of the agent that ended last once the stack is empty, or of one that asks
+        to escalate (kind `escalate`, left on the stack, the session untouched); None when an agent
+        waits for the user (it is left on the stack). No exit policy starts another agent after the
+        task's own, and the session never ends here."""
+        return self._drive(ctx, task=True)
+
+    def _drive(self, ctx: TurnContext, task: bool = False) -> ChildResult | None:
         stack = ctx.state.stack
+        last: ChildResult | None = None  # task: the result of the agent that ended last
         for _ in range(MAX_TRANSITIONS_PER_TURN):
             if not stack:
+                if task:
+                    return last
                 if not ctx.state.ended:
                     ctx.state.ended = True
                     ctx.log.emit("session_ended", None)
@@ -279,6 +291,8 @@ class Engine:
                 self._start(outcome.frame, frame.id, frame.agent, ctx)
                 continue
             if outcome.kind == "escalate":
+                if task:  # the fan_out's caller decides whether the conversation goes to a person
+                    return self._result(frame, outcome, None, ctx)
                 self._escalate(frame, outcome, ctx)
                 return
             if outcome.kind == "transfer":
@@ -305,11 +319,19 @@ class Engine:
                 result = self._result(frame, outcome, None, ctx)
                 if self._resume_handoff(frame, result, ctx):
                     continue
+            last = result
             if stack:
                 parent = stack[-1]
                 self.executors[parent.kind].child_finished(parent, result, ctx)
-            if outcome.kind == "done" and frame.graph == "main":
+            if outcome.kind == "done" and frame.graph == "main" and not (task and not stack):
                 self._apply_exit(frame, outcome, ctx)
+        if task:
+            ctx.log.emit("error", None, where="engine", message=f"{MAX_TRANSITIONS_PER_TURN} agent transitions "
+                         "in one fan_out task: agents keep calling each other")
+            base = stack[0] if stack else None
+            del stack[:]
+            return ChildResult(agent=base.agent if base else "", frame_id=base.id if base else "", graph="main",
+                               kind="done", status="error", message="the task's agents kept calling each other")
         ctx.log.emit("error", None, where="engine",
                      message=f"{MAX_TRANSITIONS_PER_TURN} agent transitions in one turn: agents keep calling each other")
         ctx.say(None, LOOP_APOLOGY)

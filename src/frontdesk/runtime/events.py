@@ -124,6 +124,24 @@ class EventLog:
                               RuntimeWarning, stacklevel=2)
         return ev
 
+    def adopt(self, events: list[Event], notify: list[Subscriber] | tuple = ()) -> list[Event]:
+        """Append events recorded on another log during this turn (a fan_out task's own, see
+        runtime/fanout.py), renumbered after this log's; they keep their kind, data and time. Each is
+        handed to the subscribers in `notify` only (not to this log's: they saw the task's context)."""
+        adopted = []
+        for ev in events:
+            self._seq += 1
+            copy = ev.model_copy(update={"seq": self._seq, "turn": self.turn})
+            self.events.append(copy)
+            adopted.append(copy)
+            for subscriber in list(notify):
+                try:
+                    subscriber(copy)
+                except Exception as exc:  # noqa: BLE001 - a broken subscriber must not break the turn
+                    warnings.warn(f"an event subscriber failed on a {copy.type!r} event: "
+                                  f"{exc.__class__.__name__}: {exc}", RuntimeWarning, stacklevel=2)
+        return adopted
+
     @property
     def next_seq(self) -> int:
         return self._seq

@@ -403,7 +403,9 @@ def reasoning_tools(agent: ReasoningAgent, tools: dict[str, ToolDef], others: li
     if about is not None and about.can_fan_out and agent.delegates:
         out.append(ToolSchema(
             name=FAN_OUT_TOOL,
-            description="Run several of your delegations at once; their results come back together.",
+            description="Run several of your delegations at once; their results come back together. A task "
+                        "that needed something from the user comes back as needs_input with its question: "
+                        "ask the user yourself.",
             parameters={"type": "object", "required": ["tasks"], "properties": {"tasks": {
                 "type": "array", "items": {"type": "object", "required": ["agent"], "properties": {
                     "agent": {"enum": [d.agent for d in agent.delegates]}, "input": {"type": "object"}}}}}},

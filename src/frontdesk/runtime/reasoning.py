@@ -7,7 +7,7 @@ from typing import Any
 
 from frontdesk.ir.models import ReasoningAgent
 from frontdesk.llm.base import ChatMessage, LLMError, ToolCall
-from frontdesk.runtime import prompts
+from frontdesk.runtime import fanout, prompts
 from frontdesk.runtime.context import ChildResult, Outcome, TurnContext
 from frontdesk.runtime.events import register_event_type
 from frontdesk.runtime.policies import (
@@ -23,9 +23,6 @@ register_event_type("max_iterations_exceeded", "a reasoning agent's loop hit its
                     "reply was said", ("limit",))
 register_event_type("context_compacted", "older messages of an agent's transcript were summarised so the "
                     "request fits the model's context", ("before_tokens", "after_tokens", "messages", "by"))
-register_event_type("fan_out.started", "a reasoning agent started several delegations at once", ("tasks",))
-register_event_type("fan_out.completed", "the delegations of a fan_out ended; their results go back together",
-                    ("results",))
 register_event_type("reasoning_offline", "with no model, a reasoning agent asked, read or ran what it could by "
                     "itself", ("action",))
 
@@ -34,10 +31,6 @@ ITERATION_FALLBACK = ("Sorry, I could not work that out just now. Could you tell
                       "you need?")
 NO_MODEL_REPLY = "I can't help with that here: no language model is configured for me."
 DEFAULT_CONTEXT_TOKENS = 32000  # the token budget of one reasoning request, unless EXECUTION / config say
-# fan_out's tasks run one after another: each is an agent on the session's stack that may ask the user,
-# and the session state, event log and tool runners are not shared safely between threads
-FAN_OUT_SEQUENTIAL = ("each task is an agent run on the session's stack (it may ask the user); the tasks run one "
-                      "after another, in the order given")
 UNASKED_TOOL = "error: the user has not asked for anything yet; greet them and ask how you can help"
 IDLE_FINISH = ("error: nothing of your task is done yet, so it cannot be finished; reply to the user, call one of "
                "your tools, or call hand_back if the message is not for you")
@@ -108,15 +101,10 @@ class ReasoningExecutor:
         frame.waiting = False
         if data.awaiting is None:
             return
-        result = {"status": child.status if child.kind == "done" else "not finished", "message": child.message}
-        if child.value:
-            result["values"] = child.value
-            declared = next((d.returns for d in getattr(ctx.program.agents.get(frame.agent), "delegates", [])
-                             if d.agent == child.agent), None)
-            if declared and any(k in child.value for k in declared):  # DELEGATE RETURNS: the declared fields
-                result["values"] = {k: child.value.get(k) for k in declared}
+        result = fanout.delegation_result(ctx, frame.agent, child)
         if data.awaiting_tool == prompts.FAN_OUT_TOOL and data.fan_out:
-            # one task of a fan_out: its result waits for the others; the call answers with them all
+            # a task of a fan_out run one after another on the stack (a session stored by an earlier
+            # version): its result waits for the others; the call answers with them all
             data.fan_out.setdefault("results", []).append({"agent": child.agent, **result})
             data.awaiting = None
             return
@@ -469,40 +457,18 @@ class ReasoningExecutor:
             ctx.log.emit("step", agent.name, action="the message is for another agent", agent=named)
 
     def _fan_out(self, call: ToolCall, agent: ReasoningAgent, frame: Frame, ctx: TurnContext) -> Outcome | None:
-        """fan_out: several delegations in one call. They run one after another on the stack (a task
-        may ask the user something, and the session's state and event log belong to one thread), so
-        they do not overlap in time: `fan_out.started` says `mode: sequential` and why. The call is
-        answered once, with every task's result. Returns the
-        outcome that starts the next task, or None once the results are in the transcript."""
+        """fan_out: several delegations in one call, run by runtime/fanout.py: each task on its own copy
+        of the session, stack and event log, at the same time (one after another with an ordered
+        provider), merged in task order. A task whose agent would ask the user comes back as
+        `needs_input` with its question. The call is answered once, with every task's result; the loop
+        goes on (None)."""
         data: ReasoningData = frame.data  # type: ignore[assignment]
-        fan = data.fan_out
-        if fan.get("id") != call.id:
-            delegations = {d.agent: d for d in agent.delegates}
-            tasks, results = [], []
-            raw = call.arguments.get("tasks")
-            for task in raw if isinstance(raw, list) else []:
-                name = task.get("agent") if isinstance(task, dict) else None
-                if name not in delegations or name not in ctx.program.agents:
-                    results.append({"agent": str(name), "status": "error",
-                                    "message": f"{name} is not an agent {agent.name} delegates to"})
-                    continue
-                given = task.get("input")
-                tasks.append({"agent": name, "input": given if isinstance(given, dict) else {}})
-            fan = data.fan_out = {"id": call.id, "tasks": tasks, "results": results}
-            ctx.log.emit("fan_out.started", agent.name, tasks=[t["agent"] for t in tasks], mode="sequential",
-                         why=FAN_OUT_SEQUENTIAL)
-        if fan["tasks"]:
-            task = fan["tasks"].pop(0)
-            delegation = next(d for d in agent.delegates if d.agent == task["agent"])
-            for arg, value in task["input"].items():
-                if arg in delegation.inputs:
-                    ctx.write(delegation.agent, arg, value, agent.name, why=f"input of {agent.name}'s fan_out")
-            data.pending.insert(0, call.model_dump())  # back to this call when the task's agent is done
-            data.awaiting, data.awaiting_tool = call.id, prompts.FAN_OUT_TOOL
-            ctx.log.emit("step", agent.name, action="delegate", agent=delegation.agent, via=prompts.FAN_OUT_TOOL)
-            return Outcome.call(new_frame(ctx, delegation.agent))
-        results = fan.get("results", [])
-        ctx.log.emit("fan_out.completed", agent.name, results=results)
+        stored = data.fan_out if data.fan_out.get("id") == call.id else {}
+        if stored:  # a fan_out of an earlier version, run on the stack, came back: the rest run here
+            tasks, done = list(stored.get("tasks", [])), list(stored.get("results", []))
+        else:
+            tasks, done = fanout.parse_tasks(call, agent, ctx)
+        results = fanout.fan_out(ctx, agent, frame, tasks, done)
         data.messages.append({"role": "tool", "tool_call_id": call.id, "name": prompts.FAN_OUT_TOOL,
                               "content": json.dumps({"results": results}, ensure_ascii=False, default=str)})
         data.fan_out = {}

@@ -58,7 +58,8 @@ class ReasoningData(BaseModel):
     # them (the transcript itself is kept whole)
     summary: str = ""
     compacted: int = 0
-    # a fan_out call being run: its call id, the tasks left and the results so far
+    # a fan_out call being run one task at a time: only sessions stored by the version before
+    # runtime/fanout.py (which runs a fan_out within one turn) have it; kept so they can finish
     fan_out: dict[str, Any] = Field(default_factory=dict)
 
 
