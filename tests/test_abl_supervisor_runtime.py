@@ -303,15 +303,98 @@ def test_credit_card_balance_digression_resumes_the_waiting_thread(tmp_path):
     last = llm.calls[-1]
     texts = [m.content for m in last.messages if m.content]
     assert "How much would you like to pay?" in texts and "100 please" in texts
-    # history none + summary: the balance agent saw the summary and the message, not the card talk
+    # history none: the balance agent starts fresh, with the message that brought it and nothing else:
+    # not the card talk, and not the summary either (that is summary_only)
     balance_request = llm.calls[4]
     seen = [m.content or "" for m in balance_request.messages]
-    assert any("Customer Ada wants their balance." in s for s in seen)
+    assert not any("Customer Ada wants their balance." in s for s in seen)
     assert not any("I need to pay my credit card" in s for s in seen)
+    assert [m.content for m in balance_request.messages if m.role == "user"] == ["what's my balance?"]
+    assert _events(run, "handoff_context")[-1]["data"]["history"] == "none"
     # ON_RETURN map and handoff.completed
     done = [e["data"] for e in _events(run, "handoff_completed")]
     assert done[0]["target"] == "Balance_Agent" and done[0]["mapped"] == {"seen_balance": 1250}
     llm.assert_finished()
+
+
+HISTORY_HUB = {
+    "desk.agent.abl": """
+        SUPERVISOR: Desk
+        GOAL: "Route customers"
+        HANDOFF:
+          - TO: Chat_Agent
+            WHEN: user wants to chat
+          - TO: Specialist
+            WHEN: user needs a specialist
+            CONTEXT:
+              summary: "The customer was chatting before."
+        %s
+        """,
+    "chat.agent.abl": """
+        AGENT: Chat_Agent
+        GOAL: "Chat with the customer"
+        """,
+    "specialist.agent.abl": """
+        AGENT: Specialist
+        GOAL: "Solve hard problems"
+        """,
+}
+
+
+def _history_run(tmp_path, history_line: str):
+    """Two turns with the chat agent, then a third message it gives back: the specialist takes over with
+    the history strategy `history_line` (a CONTEXT line, or "" for none written)."""
+    files = dict(HISTORY_HUB)
+    files["desk.agent.abl"] = files["desk.agent.abl"].replace(
+        '      summary: "The customer was chatting before."\n        %s',
+        '      summary: "The customer was chatting before."\n' + (f"              {history_line}" if history_line else ""))
+    assert "%s" not in files["desk.agent.abl"]
+    script = [
+        {"purpose": "route", "call": "route", "with": {"agent": "Chat_Agent"}},
+        {"purpose": "reason", "reply": "Hi there, one."},
+        {"purpose": "reason", "expect": "second message", "reply": "Answer two."},
+        {"purpose": "reason", "expect": "third message", "call": "hand_back", "with": {}},
+        {"purpose": "route", "call": "route", "with": {"agent": "Specialist"}},
+        {"purpose": "reason", "expect": "third message", "reply": "Specialist here."},
+    ]
+    llm = ScriptedProvider(script)
+    run = run_conversation(_program(tmp_path, files),
+                           ["first message", "second message", "third message I need a specialist"], llm)
+    assert "Specialist here." in _said(run)
+    llm.assert_finished()
+    request = llm.calls[-1]
+    seen = [(m.role, m.content) for m in request.messages if m.role in ("user", "assistant")]
+    summaries = [m.content for m in request.messages if m.role == "system" and "chatting before" in (m.content or "")]
+    return run, seen, summaries
+
+
+def test_history_full_gives_the_member_the_whole_conversation_before_it(tmp_path):
+    run, seen, summaries = _history_run(tmp_path, "history: full")
+    assert seen == [("user", "first message"), ("assistant", "Hi there, one."), ("user", "second message"),
+                    ("assistant", "Answer two."), ("user", "third message I need a specialist")]
+    assert len(summaries) == 1
+    assert _events(run, "handoff_context")[-1]["data"]["messages"] == 6  # summary + 5
+
+
+def test_history_last_n_gives_exactly_the_last_n_messages(tmp_path):
+    run, seen, summaries = _history_run(tmp_path, "history: {last_n: 2}")
+    assert seen == [("user", "second message"), ("assistant", "Answer two."),
+                    ("user", "third message I need a specialist")]
+    assert len(summaries) == 1
+    assert _events(run, "handoff_context")[-1]["data"]["history"] == "last_n:2"
+
+
+def test_history_none_starts_fresh_and_summary_only_passes_just_the_summary(tmp_path):
+    for sub in ("none", "only", "unset"):
+        (tmp_path / sub).mkdir()
+    _, seen, summaries = _history_run(tmp_path / "none", "history: none")
+    assert seen == [("user", "third message I need a specialist")] and summaries == []
+    _, seen, summaries = _history_run(tmp_path / "only", "history: summary_only")
+    assert seen == [("user", "third message I need a specialist")] and len(summaries) == 1
+    # a summary with no history written is passed (compiled as summary_only)
+    run, seen, summaries = _history_run(tmp_path / "unset", "")
+    assert seen == [("user", "third message I need a specialist")] and len(summaries) == 1
+    assert _events(run, "handoff_context")[-1]["data"]["history"] == "summary_only"
 
 
 def test_return_false_drops_the_member_that_gives_the_conversation_back(tmp_path):
@@ -347,8 +430,8 @@ def test_escalation_trigger_records_the_context_for_human(local_model, monkeypat
     monkeypatch.setenv("FRONTDESK_EXAMPLE_DB_DIR", str(tmp_path))
     program, diags = load_program(EXAMPLE)
     assert program is not None and not [d for d in diags if d.is_error]
-    run = _offline(program, ["what's my balance?", "I want to pay off my credit card", "5000", "yes", "yes",
-                             "pay my credit card bill", "yes"], local_model)
+    run = _offline(program, ["what's my balance?", "I want to pay off my credit card", "5000", "yes",
+                             "pay my credit card bill", "5000", "yes"], local_model)  # asked afresh
     state = run.engine.load_state(run.session_id)
     assert state.status == "escalated"
     record = state.system["escalation"]

@@ -205,8 +205,8 @@ FLOW:
 @pytest.mark.local
 def test_chat_holds_an_escalated_session_until_the_person_hands_it_back(workdir):
     hub = ROOT / "examples" / "support_hub"
-    lines = ["I want to pay off my credit card", "5000", "yes", "please pay my credit card bill", "yes",
-             "hello?", "/human limit raised", "what's my balance?"]
+    lines = ["I want to pay off my credit card", "5000", "yes", "please pay my credit card bill", "5000",
+             "yes", "hello?", "/human limit raised", "what's my balance?"]
     result = frontdesk("chat", str(hub), "--store", "memory", "--llm", "local", stdin="\n".join(lines) + "\n",
                        cwd=workdir)
     assert result.returncode == 0, result.stderr

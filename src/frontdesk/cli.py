@@ -400,7 +400,11 @@ def chat(
 
 
 def _program_label(prog, given: str) -> str:
-    """What a session records as its program: the program file's absolute path (the same from any folder)."""
+    """What a session records as its program, as an absolute path (the same from any folder): an ABL
+    project named by its folder as the folder (its documents together are the program), else the
+    program file (an ADL program named by its folder or by its agents.yml is the same program)."""
+    if prog.language == "abl" and given and Path(given).is_dir():
+        return str(Path(given).resolve())
     if prog.root and prog.sources:
         return str(Path(prog.root) / prog.sources[0])
     return given

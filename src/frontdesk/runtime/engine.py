@@ -179,7 +179,7 @@ class Engine:
         escalation.read_sentiment(ctx, text)  # ABL 8.8 user.sentiment, sentiment_trajectory
         if incoming.blocked is not None:
             # An input hook (a guardrail) stopped the message: no agent sees it.
-            ctx.say(None, incoming.blocked)
+            ctx.say(incoming.speaker, incoming.blocked)
             return self._finish(ctx, drive=False)
         if state.ended or not state.stack:
             ctx.log.emit("warning", None, message="the conversation has ended; start a new session")

@@ -238,6 +238,7 @@ def human_completed(ctx: TurnContext, human: dict[str, Any]) -> str:
     ctx.state.system["human"] = dict(human)
     if ctx.state.status == "escalated":
         ctx.state.status = "active"
+    _reset_failure_counts(ctx, owner_name=agent)
     owner = agent if agent in ctx.program.agents else None
     if owner is not None:
         ctx.assign(Ref(scope="session", name="human"), dict(human), owner, why="the person's report")
@@ -265,6 +266,21 @@ def human_completed(ctx: TurnContext, human: dict[str, Any]) -> str:
         return action
     ctx.log.emit("human_completed", owner, outcome=dict(human), action=action)
     return action
+
+
+RESET_AFTER_HUMAN = ("constraint_failures", "tool_failures")
+
+
+def _reset_failure_counts(ctx: TurnContext, owner_name: str | None) -> None:
+    """The failures that led to the escalation were the person's to deal with: `constraint_failures` and
+    `tool_failures` (8.8) start again from 0 (the package for the person keeps what they were), so a rule
+    such as `LIMIT constraint_failures < 3` or a trigger `tool_failures > 3` does not send the session
+    straight back to a person at the next message."""
+    system = ctx.state.system
+    for name in RESET_AFTER_HUMAN:
+        if system.get(name):
+            system[name] = 0
+            ctx.log.emit("arg_set", owner_name, scope="system", name=name, value=0, why="handed back by a person")
 
 
 def _end_agent(ctx: TurnContext, frame) -> None:

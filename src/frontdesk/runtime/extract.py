@@ -23,8 +23,11 @@ PATTERN_TYPES = ("email", "phone", "number", "integer", "boolean", "date", "date
 
 def extract_values(text: str, fields: dict[str, str], now: datetime | None = None,
                    options: dict[str, list[str]] | None = None,
-                   patterns: dict[str, str] | None = None) -> dict[str, Any]:
+                   patterns: dict[str, str] | None = None,
+                   synonyms: dict[str, dict[str, list[str]]] | None = None) -> dict[str, Any]:
     """The values of `fields` (name -> type) the message gives; a field it does not give is left out.
+    A field with `options` takes the one option the message names, or whose `synonyms` (option ->
+    phrases, an ENTITIES enum's SYNONYMS) it uses ("someone stole my bike" -> theft).
 
     Two fields of the same type take the values in the order the message gives them (a check-in and
     a check-out date: "from March 3 to March 5")."""
@@ -38,8 +41,8 @@ def extract_values(text: str, fields: dict[str, str], now: datetime | None = Non
             if value is not None:
                 found[name] = value
             continue
-        if name in options and options[name]:
-            choice = _choice(text, options[name])
+        if options.get(name):
+            choice = _choice(text, options[name], (synonyms or {}).get(name))
             if choice is not None:
                 found[name] = choice
             continue
@@ -153,9 +156,15 @@ def _by_regex(text: str, pattern: str) -> str | None:
     return match.group(0) if match else None
 
 
-def _choice(text: str, options: list[str]) -> str | None:
+def _choice(text: str, options: list[str], synonyms: dict[str, list[str]] | None = None) -> str | None:
     lowered = text.lower()
-    hits = [o for o in options if re.search(rf"(?<!\w){re.escape(str(o).lower())}(?!\w)", lowered)]
+
+    def said(phrase: str) -> bool:
+        return re.search(rf"(?<!\w){re.escape(str(phrase).lower())}(?!\w)", lowered) is not None
+
+    hits = [o for o in options if said(o)]
+    if not hits and synonyms:  # no option named: one whose phrases the message uses
+        hits = [o for o in options if any(said(p) for p in synonyms.get(str(o), []) if str(p).strip())]
     return hits[0] if len(hits) == 1 else None
 
 

@@ -77,8 +77,17 @@ class FlowExecutor:
     def __init__(self) -> None:
         # (session id, frame id) -> why its next step transition happens (set and used in the same turn)
         self._reasons: dict[tuple[str, str], str] = {}
+        # (session id, frame id) -> the GATHER question not yet said: the message that started the agent
+        # is read first (set and used in the same turn)
+        self._deferred: dict[tuple[str, str], str] = {}
 
     def run(self, frame: Frame, ctx: TurnContext) -> Outcome:
+        outcome = self._run(frame, ctx)
+        if frame.graph == "main" and (outcome.kind == "done" or (outcome.kind == "transfer" and not outcome.resume)):
+            remember_gathered(frame, ctx)  # the activation ended: its answers belong to it
+        return outcome
+
+    def _run(self, frame: Frame, ctx: TurnContext) -> Outcome:
         graph = graph_of(ctx, frame)
         if graph is None:
             return Outcome.done()
@@ -86,6 +95,8 @@ class FlowExecutor:
             frame.started = True
             frame.data.node = graph.entry
             agent = ctx.program.agents[frame.agent]
+            if frame.graph == "main":
+                forget_gathered(frame, ctx)  # an ABL agent started again gathers afresh
             if frame.graph == "main" and agent.setup is not None:
                 return Outcome.call(setup_frame(ctx, agent))  # its start steps first (ABL ON_START)
         if frame.reask:
@@ -176,6 +187,15 @@ class FlowExecutor:
     def _step(self, node, frame: Frame, ctx: TurnContext, graph: StepGraph) -> Outcome | None:
         agent = frame.agent
         if isinstance(node, SayNode):
+            listen = graph.nodes.get(node.next) if node.next else None
+            if ".ask_" in node.id and isinstance(listen, ListenNode) and listen.extracts and not frame.waiting \
+                    and ctx.input.offered_to(frame) and ctx.program.agents[agent].rules is not None:
+                # a GATHER question, and the message that started the agent is still unread: it may
+                # already give the field ("I want to pay 100 EUR"), so it is read before the question
+                # is asked; the question is said only if it does not (see _listen)
+                self._deferred[(ctx.state.session_id, frame.id)] = node.id
+                frame.data.node = node.next
+                return None
             if frame.data.last_say == node.id and ".ask_" in node.id and ctx.program.agents[agent].rules is not None:
                 # a GATHER question asked again (8.8 _clarification_count)
                 ctx.state.system["_clarification_count"] = int(ctx.state.system.get("_clarification_count", 0)) + 1
@@ -269,6 +289,22 @@ class FlowExecutor:
         frame.data.node = frame.data.returns.pop()
 
     def _listen(self, node: ListenNode, frame: Frame, ctx: TurnContext, graph: StepGraph) -> Outcome | None:
+        deferred = self._deferred.pop((ctx.state.session_id, frame.id), None)
+        outcome = self._listen_to(node, frame, ctx, graph)
+        if deferred is not None and outcome is not None and outcome.kind == "wait" and frame.waiting \
+                and frame.data.node == node.id:
+            # the message that started the agent did not give the field: now the question is asked
+            ask = graph.nodes[deferred]
+            said = self._profile_prompt(ask, frame, ctx)
+            text = ask.variants.get(ctx.state.channel, ask.text) if ask.variants else ask.text
+            ctx.say(frame.agent, said if said is not None else ctx.render(text, frame.agent, frame), frame)
+            frame.data.last_say = ask.id
+        elif deferred is not None:
+            ctx.log.emit("step", frame.agent, action="question not asked: the message that started the agent "
+                                                   "answers it", node=deferred)
+        return outcome
+
+    def _listen_to(self, node: ListenNode, frame: Frame, ctx: TurnContext, graph: StepGraph) -> Outcome | None:
         frame.data.last_listen = node.id
         if not frame.waiting and node.id in frame.data.extracted:
             if ctx.program.agents[frame.agent].rules is None:
@@ -322,6 +358,23 @@ class FlowExecutor:
                 frame.waiting = True
                 inp.give_back(frame, f"the user turned to {target}")
                 return Outcome.switch(target)
+        if not tentative and outcome is None and rules is not None and not node.extracts \
+                and self._dispatch_unmatched(node, frame, ctx, graph):
+            # An ON_INPUT question (a yes/no confirmation) whose cases the message matches none of: the
+            # user may have turned to another member of the supervisor ("what's my balance?" at "Shall
+            # I go ahead?"); the thread waits and resumes here, asking again. Plain answers, and any
+            # message an ON_INPUT case matches, stay with the flow.
+            from frontdesk.runtime.policies import clear_topic_switch
+
+            target = clear_topic_switch(ctx, frame, inp.text or "")
+            if target is None and ctx.understanding is None:
+                from frontdesk.runtime.routing import digression_by_llm
+
+                target = digression_by_llm(ctx, frame, inp.text or "")
+            if target is not None:
+                frame.waiting = True
+                inp.give_back(frame, f"the user turned to {target}")
+                return Outcome.switch(target)
         if not tentative and outcome is None and rules is not None and node.extracts and not new:
             gave_up = self._unreadable_answer(node, frame, ctx)
             if gave_up is not None:
@@ -341,6 +394,31 @@ class FlowExecutor:
             return outcome
         frame.data.node = node.next
         return None
+
+    def _dispatch_unmatched(self, node: ListenNode, frame: Frame, ctx: TurnContext, graph: StepGraph) -> bool:
+        """Whether the ON_INPUT dispatcher after this listen step matches none of its IF cases for the
+        message (only its ELSE, or nothing, would run), read purely on the state as it is; False when
+        the step has no such dispatcher or one of its intents (a DIGRESSION, a SUB_INTENT) took the
+        message."""
+        if node.classifies is not None:
+            if frame.data.decisions.get(node.classifies) not in (None, prompts.NONE_CHOICE):
+                return False
+            digress = graph.nodes.get(node.classifies)
+            following = digress.otherwise if isinstance(digress, BranchNode) else None
+        else:
+            following = node.next
+        seen = 0
+        while following is not None and seen < 5:  # past the no-op joins to the dispatcher
+            current = graph.nodes.get(following)
+            if isinstance(current, AssignNode) and not current.assignments:
+                following, seen = current.next, seen + 1
+                continue
+            break
+        branch = graph.nodes.get(following) if following is not None else None
+        if not isinstance(branch, BranchNode) or not branch.cases or \
+                not all(isinstance(c.condition, ExprCondition) for c in branch.cases):
+            return False
+        return not any(is_true(self._eval(c.condition.expr, frame, ctx)) for c in branch.cases)
 
     def _understand(self, node: ListenNode, frame: Frame, ctx: TurnContext, graph: StepGraph,
                     tentative: bool = False) -> tuple[Outcome | None, bool]:
@@ -419,14 +497,16 @@ class FlowExecutor:
         agent = ctx.program.agents[frame.agent]
         gathered = FlowExecutor._fields(frame, ctx)
         types = {a.name: gathered[a.name].type if a.name in gathered else a.type for a in agent.args if a.name in names}
-        options = {f.name: f.options for f in gathered.values() if f.name in names and f.options}
+        choices = {f.name: _choices(f, agent) for f in gathered.values() if f.name in names}
+        options = {n: c[0] for n, c in choices.items() if c[0]}
+        synonyms = {n: c[1] for n, c in choices.items() if c[1]}
         patterns = {f.name: v.rule for f in gathered.values() if f.name in names
                     for v in f.validations if v.kind == "pattern" and v.rule}
         fields = {n: types[n] for n in names if n in types and (types[n] in PATTERN_TYPES or n in options
                                                                  or n in patterns)}
         if not fields:
             return {}
-        return extract_values(message, fields, ctx.eval_env.clock(), options, patterns)
+        return extract_values(message, fields, ctx.eval_env.clock(), options, patterns, synonyms)
 
     def _extract_by_pattern(self, names: list[str], frame: Frame, ctx: TurnContext) -> dict[str, Any]:
         """Values the message gives that patterns can read, written like extracted ones."""
@@ -629,6 +709,9 @@ class FlowExecutor:
             return None
         pattern = next((v for v in field.validations if v.kind == "pattern"), None)
         expected = _TYPE_EXPECTED.get(field.type)
+        allowed = _choices(field, ctx.program.agents[frame.agent])[0]
+        if allowed and pattern is None:  # an options field answered with none of them ("Berlin")
+            expected = f"Please choose one of: {_or_list(allowed)}."
         if pattern is None and expected is None:
             return None  # a text field: whatever the user says may be the value
         if self._gather_style(frame, ctx, "validation_style") == "lenient":
@@ -643,14 +726,17 @@ class FlowExecutor:
             len(words) <= SHORT_ANSWER_WORDS or bool(re.search(r"\d", text)) or bool(named_fields(text, [field.name])))
         if not attempt:
             return None
-        check = pattern or next((v for v in field.validations if v.error), None)
+        check = pattern or next((v for v in field.validations if v.kind == "enum"), None) if allowed else pattern
+        check = check or next((v for v in field.validations if v.error), None)
         error = (check.error if check is not None else "") or str(field.extra.get("retry_prompt") or "")
         if not error:
             error = expected or f"That doesn't look like a valid {field.name.replace('_', ' ')}."
         limit = check.max_retries if check is not None and check.max_retries is not None else DEFAULT_VALIDATION_RETRIES
-        kind = "pattern" if pattern is not None else "type"
-        return self._failed(field.name, kind, pattern.rule if pattern is not None else field.type, None, limit,
-                            error, node, frame, ctx, reason="nothing in the answer can be read as the field")
+        kind = "pattern" if pattern is not None else "options" if allowed else "type"
+        rule = pattern.rule if pattern is not None else ", ".join(allowed) if allowed else field.type
+        return self._failed(field.name, kind, rule, None, limit, error, node, frame, ctx,
+                            reason="none of the field's options" if kind == "options" and pattern is None
+                            else "nothing in the answer can be read as the field")
 
     def _failed(self, name: str, kind: str, rule: str, value: Any, limit: int, error: str, node: ListenNode,
                 frame: Frame, ctx: TurnContext, **why: Any) -> Outcome | bool | None:
@@ -835,7 +921,7 @@ class FlowExecutor:
         if rules is None or asked is None or asked.group(1) not in names:
             return {}
         field = self._fields(frame, ctx).get(asked.group(1))
-        if field is None or field.type != "string" or field.options or \
+        if field is None or field.type != "string" or _choices(field, ctx.program.agents[frame.agent])[0] or \
                 any(v.kind == "pattern" for v in field.validations):
             return {}
         text = (ctx.input.text or "").strip()
@@ -938,6 +1024,7 @@ class FlowExecutor:
             return None
         for name, value in args.items():
             ctx.write(node.target, name, value, frame.agent, why=f"argument of call from {frame.agent}")
+        keep_passed(ctx, node.target, args)
         child = new_frame(ctx, node.target)
         if ctx.input.offered_to(frame):
             # The message that started this agent, not yet used: the agent it calls first may use it.
@@ -1017,6 +1104,21 @@ class FlowExecutor:
 # ---- static helpers over the step graph ---------------------------------------------
 
 
+def _choices(field, agent) -> tuple[list[str], dict[str, list[str]]]:
+    """The values a GATHER field allows (its options, or its ENTITY_REF enum's VALUES) and the phrases
+    that stand for them (the entity's SYNONYMS)."""
+    entity = None
+    if field.entity and agent.rules is not None:
+        entity = next((e for e in agent.rules.entities if e.name == field.entity and e.type == "enum"), None)
+    if entity is not None:
+        return list(field.options or entity.values), dict(entity.synonyms)
+    return list(field.options), {}
+
+
+def _or_list(values: list[str]) -> str:
+    return values[0] if len(values) == 1 else ", ".join(values[:-1]) + " or " + values[-1]
+
+
 def claims_choices(branch: BranchNode) -> list[tuple[str, list[str]]]:
     return [
         (str(i), case.condition.examples)
@@ -1045,3 +1147,63 @@ def _matches_calls(expr) -> list:
 
     walk(expr)
     return out
+
+
+# ---- GATHER answers belong to one activation (ABL) ---------------------------------------------
+
+GATHERED_BEFORE = "_gathered_before"  # state.system: agent -> {field: value} its last activation ended with
+
+
+def _kept_names(ctx: TurnContext) -> set[str]:
+    """Names the program keeps on purpose across activations: MEMORY session variables (INITIAL/RESET
+    decide their lifetime) and the values an ON_RETURN map hands back to a supervisor."""
+    kept: set[str] = set()
+    for agent in ctx.program.agents.values():
+        if agent.rules is not None:
+            kept.update(v.name for v in agent.rules.memory.session)
+        for handoff in [*getattr(agent, "handoffs", []), *(m.handoff for m in getattr(agent, "members", [])
+                                                            if getattr(m, "handoff", None) is not None)]:
+            kept.update(handoff.on_return)
+    return kept
+
+
+def remember_gathered(frame: Frame, ctx: TurnContext) -> None:
+    """An ABL flow agent's activation ended: note the GATHER values it ended with, so that starting the
+    agent again asks for them afresh (ADL agents keep their arguments across activations: MICA)."""
+    agent = ctx.program.agents.get(frame.agent)
+    if not isinstance(agent, FlowAgent) or agent.rules is None or not agent.rules.gather:
+        return
+    kept = _kept_names(ctx)
+    values = ctx.values(frame.agent)
+    ended = {f.name: values.get(f.name) for f in agent.rules.gather
+             if f.name not in kept and values.get(f.name) is not None}
+    store = dict(ctx.state.system.get(GATHERED_BEFORE) or {})
+    store[frame.agent] = ended
+    ctx.state.system[GATHERED_BEFORE] = store
+
+
+def forget_gathered(frame: Frame, ctx: TurnContext) -> None:
+    """An ABL flow agent starts again after an earlier activation ended: the GATHER values that one left
+    (unchanged since) are cleared, so the user is asked again instead of the old answers being reused
+    silently. Values passed to this activation (CONTEXT pass, call arguments) and MEMORY session
+    variables stay."""
+    store = dict(ctx.state.system.get(GATHERED_BEFORE) or {})
+    ended = store.pop(frame.agent, None)
+    if ended is None:
+        return
+    ctx.state.system[GATHERED_BEFORE] = store
+    values = ctx.values(frame.agent)
+    cleared = [name for name, old in ended.items() if values.get(name) == old]
+    for name in cleared:
+        ctx.write(frame.agent, name, None, frame.agent, why="gathered in an earlier activation: asked afresh")
+    if cleared:
+        ctx.log.emit("step", frame.agent, action="fields of an earlier activation cleared", fields=cleared)
+
+
+def keep_passed(ctx: TurnContext, agent: str, names) -> None:
+    """Values written for `agent` as it starts (CONTEXT pass, a call's arguments) are this activation's:
+    never cleared as left over from an earlier one."""
+    store = ctx.state.system.get(GATHERED_BEFORE)
+    if store and agent in store:
+        ended = {k: v for k, v in store[agent].items() if k not in set(names)}
+        ctx.state.system[GATHERED_BEFORE] = {**store, agent: ended}

@@ -40,9 +40,11 @@ class IncomingMessage:
 
     text: str
     blocked: str | None = None  # the reply sent instead, when a hook blocked the message
+    speaker: str | None = None  # the agent the reply is said as (an agent's input guardrail), else the bot
 
-    def block(self, reply: str) -> None:
+    def block(self, reply: str, speaker: str | None = None) -> None:
         self.blocked = reply
+        self.speaker = speaker
 
 
 @dataclass

@@ -557,15 +557,20 @@ def handoff_returned(ctx: TurnContext, owner: str, handoff: Handoff | None, chil
 
 
 def seed_handoff_context(ctx: TurnContext, owner: str, handoff: Handoff, child: Frame, passed: list[str]) -> None:
-    """What a reasoning agent taking over sees of the conversation (CONTEXT.history): none (the
-    message that brought it, default), summary_only, full, or last_n:N; the summary goes first."""
+    """What a reasoning agent taking over sees of the conversation (CONTEXT.history): none (it starts
+    fresh: only the message that brought it, no summary), summary_only (the summary and that message),
+    full, or last_n:N (the summary, then the whole or the last N messages before it). An entry with a
+    summary and no history written is compiled as summary_only."""
+    from frontdesk.runtime.flow import keep_passed
+
+    keep_passed(ctx, handoff.agent, passed)  # passed values are the new activation's, never stale
     strategy = handoff.history or "none"
     if child.kind != "reasoning":
         ctx.log.emit("handoff_context", owner, target=handoff.agent, passed=passed, history=strategy,
                      messages=0, note="a flow has no transcript: it reads the turn's message")
         return
     messages: list[dict] = []
-    if handoff.summary is not None:
+    if handoff.summary is not None and strategy != "none":
         summary = ctx.render(handoff.summary, owner)
         if summary.strip():
             messages.append({"role": "system", "content": f"Handed over by {owner}: {summary.strip()}"})
@@ -580,7 +585,7 @@ def seed_handoff_context(ctx: TurnContext, owner: str, handoff: Handoff, child: 
         except ValueError:
             count = ctx.program.settings.history_window
         earlier = prompts.history_messages(history, count) if count else []
-    else:  # none, summary_only
+    else:  # none, summary_only: no earlier messages
         earlier = []
     messages += [m.model_dump(exclude_none=True) for m in earlier]
     if ctx.input.text is not None:

@@ -711,7 +711,7 @@ def _handoff_of(item: Node, name: str, ctx: SectionContext) -> Handoff:
     passes += ctx.names_list(item.get("PASS"))
     summary_node = context.get("summary") if context is not None else None
     history_node = context.get("history") if context is not None else None
-    history = "none"
+    history = "summary_only" if summary_node is not None else "none"  # a summary written is passed
     if history_node is not None:
         data = ctx.data(history_node)
         history = f"last_n:{data.get('last_n')}" if isinstance(data, dict) and "last_n" in data else \

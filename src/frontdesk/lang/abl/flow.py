@@ -475,6 +475,10 @@ def _call(b: _FlowBuilder, node: Node, props: dict[str, Node], step: str) -> lis
             cases.append(BranchCase(condition=ExprCondition(source=f"{tool}.success",
                                                             expr=Ref(space="result", scope=tool, name="success")),
                                     target=_block(b, step, success, join)))
+        elif fail is not None:  # ON_FAIL alone: a call that succeeded goes on past it
+            cases.append(BranchCase(condition=ExprCondition(source=f"{tool}.success",
+                                                            expr=Ref(space="result", scope=tool, name="success")),
+                                    target=join))
         if fail is not None:
             otherwise = _block(b, step, fail, join)
         branch = BranchNode(id=b.new_id(step, "result"), cases=cases, otherwise=otherwise)
@@ -776,6 +780,7 @@ def _handoff_context(b: _FlowBuilder, handoff: HandoffNode, context: Node) -> No
     summary = context.get("summary") or context.get("SUMMARY")
     if summary is not None:
         handoff.summary = ctx.template(summary.text, summary)
+        handoff.history = "summary_only"  # a summary written is passed, unless history says none
     history = context.get("history") or context.get("HISTORY")
     if history is not None:
         data = ctx.data(history)

@@ -283,7 +283,7 @@ def at_input(ctx: TurnContext, message_in: IncomingMessage) -> None:
                 continue
             reply = apply(ctx, agent, guard)
             if reply is not None:
-                message_in.block(reply)
+                message_in.block(reply, agent)
                 return
 
 

@@ -107,6 +107,18 @@ class _Request:
                 if k not in self.used and v is not None and (not self.declared or k in self.declared)}
 
 
+def _structured(template: Any) -> Any:
+    """A body written as JSON text (ABL `body_template: |` with an object or a list) as that data, so its
+    strings are filled one by one and it goes out as JSON, not as one quoted string; other text stays
+    text (a template whose holes are not inside JSON strings, a plain-text body)."""
+    if isinstance(template, str) and template.strip()[:1] in ("{", "["):
+        try:
+            return json.loads(template)
+        except ValueError:
+            return template
+    return template
+
+
 def _as_text(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -204,7 +216,7 @@ class HttpCalls:
         query = {k: _as_text(v) if isinstance(v, (dict, list)) else v for k, v in query.items()}
         kwargs: dict[str, Any] = {"headers": headers, "params": query}
         if binding.body is not None:
-            body = request.fill_data(binding.body)
+            body = request.fill_data(_structured(binding.body))
         elif binding.method in _NO_ARGS_IN_QUERY:
             body = request.unused()
         else:
