@@ -439,3 +439,16 @@ def test_a_reasoning_steps_failing_tool_goes_to_its_flow_agents_on_error(tmp_pat
         ("Stepper", f"Booking failed: {failure}"), ("Stepper", "I could not book it.")]
     assert of(result, "tool_call")[0].agent == "Stepper__work"
     assert eng.store.load(sid)["system"]["tool_failures"] == 1
+
+
+def test_a_tool_result_holds_only_the_latest_calls_values(tmp_path):
+    """`book.booked` after a failed call is not the value an earlier successful call returned."""
+    eng, _ = engine(tmp_path, {"desk.agent.abl": DESK}, "Desk",
+                    [GREETING, book("suite"), {"purpose": "reason", "reply": "Booked."},
+                     book("broken"), {"purpose": "reason", "reply": "That failed."}])
+    sid = eng.start(channel="test").session_id
+    eng.send(sid, "book a suite")
+    assert eng.store.load(sid)["results"]["book"]["values"] == {"booked": "suite"}
+    eng.send(sid, "now a broken one")
+    record = eng.store.load(sid)["results"]["book"]
+    assert record["status"] == "error" and "booked" not in record["values"]

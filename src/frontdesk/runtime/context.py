@@ -612,7 +612,7 @@ class TurnContext:
     def _record_result(self, tool: str, result: ToolResult) -> None:
         """What `<tool>.status`, `<tool>.message` and `last_<tool>_result` read."""
         record = self.result_of(tool)
-        record.values.update(result.args)
+        record.values = dict(result.args)  # the latest call's result, nothing left over from an earlier one
         record.status, record.message = result.status, result.message
 
     def call_tool(self, tool: str, args: dict[str, Any], caller: str | None, frame: Frame | None) -> ToolResult:
