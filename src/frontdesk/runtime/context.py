@@ -481,6 +481,17 @@ class TurnContext:
 
     # ---- side effects --------------------------------------------------------------
 
+    def call_args(self, request: LLMRequest, agent: str | None, where: str) -> dict[str, Any] | None:
+        """One model call made to get a tool call back (understand, validate, ...): the first tool call's
+        arguments ({} when the model called none), or None when the call failed: an `error` event
+        naming `where`, and the caller goes on without it."""
+        try:
+            response = self.complete(request, agent)
+        except LLMError as exc:
+            self.log.emit("error", agent, where=where, message=str(exc))
+            return None
+        return response.tool_calls[0].arguments if response.tool_calls else {}
+
     def complete(self, request: LLMRequest, agent: str | None) -> LLMResponse:
         """Make an LLM call, recording it (prompt, answer, tokens) as an event."""
         if self.llm is None:

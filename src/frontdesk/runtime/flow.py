@@ -21,7 +21,6 @@ from frontdesk.ir.models import (
     SayNode,
     StepGraph,
 )
-from frontdesk.llm.base import LLMError
 from frontdesk.nlu.base import Option
 from frontdesk.nlu.matcher import polarity
 from frontdesk.runtime import prompts
@@ -461,12 +460,7 @@ class FlowExecutor:
             request = prompts.understand_request(
                 agent, claims_choices(branch) if ask_choice else [], switches if ask_choice else [], extract,
                 ctx.state.history, ctx.program.settings.history_window)
-            try:
-                response = ctx.complete(request, frame.agent)
-                call = response.tool_calls[0].arguments if response.tool_calls else {}
-            except LLMError as exc:
-                ctx.log.emit("error", frame.agent, where="understand", message=str(exc))
-                call = {}
+            call = ctx.call_args(request, frame.agent, "understand") or {}
             extracted = self._apply_extracted(call.get("args"), extract, frame, ctx)
             if ask_choice:
                 choice = str(call.get("choice", prompts.NONE_CHOICE))
@@ -550,12 +544,7 @@ class FlowExecutor:
             agent = ctx.program.agents[frame.agent]
             request = prompts.understand_request(agent, [], [], candidates, ctx.state.history,
                                                  ctx.program.settings.history_window)
-            try:
-                response = ctx.complete(request, frame.agent)
-                call = response.tool_calls[0].arguments if response.tool_calls else {}
-            except LLMError as exc:
-                ctx.log.emit("error", frame.agent, where="correction", message=str(exc))
-                call = {}
+            call = ctx.call_args(request, frame.agent, "correction") or {}
             args = call.get("args") if isinstance(call.get("args"), dict) else {}
             found = {k: v for k, v in args.items() if k in candidates and v not in (None, "")}
             by = "llm"
@@ -845,13 +834,8 @@ class FlowExecutor:
         request = LLMRequest(purpose="other", tools=[tool], tool_choice="validate", messages=[
             ChatMessage(role="system", content=f"Check a value the user gave for '{field.name}'. Rule: {check.rule}"),
             ChatMessage(role="user", content=str(value))])
-        try:
-            response = ctx.complete(request, frame.agent)
-        except LLMError as exc:
-            ctx.log.emit("error", frame.agent, where="validation", message=str(exc))
-            return True
-        call = response.tool_calls[0].arguments if response.tool_calls else {}
-        return bool(call.get("valid", True))
+        call = ctx.call_args(request, frame.agent, "validation")
+        return True if call is None else bool(call.get("valid", True))
 
     def _note_gathered(self, frame: Frame, ctx: TurnContext) -> None:
         """8.8 all_fields_gathered: every GATHER field that must be asked for (required, or active
@@ -1079,13 +1063,8 @@ class FlowExecutor:
         agent = ctx.program.agents[frame.agent]
         request = prompts.understand_request(agent, claims_choices(node), [], [], ctx.state.history,
                                              ctx.program.settings.history_window)
-        try:
-            response = ctx.complete(request, frame.agent)
-        except LLMError as exc:
-            ctx.log.emit("error", frame.agent, where="condition", message=str(exc))
-            return prompts.NONE_CHOICE
-        call = response.tool_calls[0].arguments if response.tool_calls else {}
-        return str(call.get("choice", prompts.NONE_CHOICE))
+        call = ctx.call_args(request, frame.agent, "condition")
+        return prompts.NONE_CHOICE if call is None else str(call.get("choice", prompts.NONE_CHOICE))
 
     def _jump(self, node: JumpNode, frame: Frame, ctx: TurnContext) -> Outcome | None:
         taken = frame.data.tries.get(node.id, 0)

@@ -818,12 +818,9 @@ def digression_by_llm(ctx: TurnContext, frame: Frame, text: str) -> str | None:
         return None
     request = prompts.understand_request(ctx.program.agents[frame.agent], [], others, [], ctx.state.history,
                                          ctx.program.settings.history_window)
-    try:
-        response = ctx.complete(request, frame.agent)
-    except LLMError as exc:
-        ctx.log.emit("error", frame.agent, where="digression", message=str(exc))
+    call = ctx.call_args(request, frame.agent, "digression")
+    if call is None:
         return None
-    call = response.tool_calls[0].arguments if response.tool_calls else {}
     choice = str(call.get("choice") or "")
     target = choice[len("switch:"):] if choice.startswith("switch:") else None
     if target not in {a.name for a in others}:
