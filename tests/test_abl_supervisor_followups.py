@@ -18,6 +18,8 @@ from frontdesk.runtime.escalation import HOLDING_REPLY
 from frontdesk.runtime.routing import RETURN_TO_PARENT
 from frontdesk.testing import run_conversation
 
+from test_abl_supervisor_runtime import RETAIL
+
 
 def _program(tmp_path: Path, files: dict[str, str]):
     for name, text in files.items():
@@ -194,24 +196,7 @@ def test_the_target_of_a_returning_handoff_can_hand_back_and_the_parent_resumes(
 
 # ---- 3./4. the classifier's model, and the parallel mode's calls at the same time (real HTTP server) -------
 
-RETAIL_MEMBERS = {
-    "tracking.agent.abl": """
-        AGENT: Order_Tracking
-        GOAL: "Tell customers where their orders are"
-        FLOW:
-          say:
-            RESPOND: "Tracking desk here."
-            THEN: COMPLETE
-        """,
-    "returns.agent.abl": """
-        AGENT: Returns_Desk
-        GOAL: "Handle returns, refunds and exchanges"
-        FLOW:
-          say:
-            RESPOND: "Returns desk here."
-            THEN: COMPLETE
-        """,
-}
+RETAIL_MEMBERS = {name: RETAIL[name] for name in ("tracking.agent.abl", "returns.agent.abl")}
 ROUTER = """
     SUPERVISOR: Support_Router
     GOAL: "Route support requests"
