@@ -447,7 +447,7 @@ def test_the_acdl_description_follows_the_abl_prompt_and_recorded_calls_verify(t
     events = []
     for path in sorted((EXAMPLE / "conversations").glob("*.yml")):
         spec = load_conversation(path)
-        events += run_conversation(prog, spec["user"], scripted_model(spec)).events
+        events += run_conversation(prog, spec["user"], scripted_model(spec), today=spec.get("today")).events
     results = verify_calls(file_ast, events)
     assert results and [r.problem for r in results if not r.ok] == []
 

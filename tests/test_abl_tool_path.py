@@ -357,7 +357,7 @@ def test_a_reasoning_step_speaks_as_its_flow_agent_and_the_trace_keeps_the_step(
 
     spec = load_conversation(EXAMPLES / "insurance_claim" / "conversations" / "happy_path.yml")
     prog, _ = load_abl(EXAMPLES / "insurance_claim")
-    run = run_conversation(prog, spec["user"], scripted_model(spec))
+    run = run_conversation(prog, spec["user"], scripted_model(spec), today=spec.get("today"))
     speakers = {m.agent for t in run.turns for m in t.messages}
     assert speakers == {"Insurance_Claim"}
     asked = next(m for t in run.turns for m in t.messages if "in your own words" in m.text)

@@ -48,7 +48,7 @@ def _replay(path: Path, understanding=None, embedder=None):
     program = _program(path.parent.parent)
     llm = scripted_model(spec)
     run = run_conversation(program, [str(u) for u in spec.get("user") or []], llm,
-                           understanding=understanding, embedder=embedder)
+                           understanding=understanding, embedder=embedder, today=spec.get("today"))
     problems = check_expectations(run, spec)
     assert not problems, "\n".join(problems) + "\n\ntranscript:\n" + run.transcript()
     return run

@@ -6,7 +6,8 @@ order, each a substring of one bot message) and `events:` (event types, optional
 fields, that must occur). With `embeddings: true` the local embedding model decides routing
 and `the user claims` conditions and the script stands in for the local generator, which is
 not asked to classify (`llm_classifies: true` makes it stand in for a remote LLM instead, which
-is asked when the embedding model is unsure). `frontdesk chat PROGRAM --script FILE` replays
+is asked when the embedding model is unsure). `today: 2026-11-22` fixes the clock the conversation
+runs at, for programs that read dates such as "tomorrow". `frontdesk chat PROGRAM --script FILE` replays
 the same file and checks `expect:` and `events:` too.
 
 `user:` lines are kept as written: `- yes` is the text "yes", not a YAML boolean.
@@ -14,7 +15,9 @@ the same file and checks `expect:` and `events:` too.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, time
 from pathlib import Path
 from typing import Any
 
@@ -57,9 +60,12 @@ class ConversationRun:
 
 
 def run_conversation(program, user: list[str], llm: ScriptedProvider | None, store=None,
-                     fetch_urls: bool = False, understanding=None, embedder=None) -> ConversationRun:
+                     fetch_urls: bool = False, understanding=None, embedder=None,
+                     today: Any = None) -> ConversationRun:
+    """Start a session and send each line; `today` (a conversation file's `today:`) fixes the clock."""
     engine = Engine(program, llm, store or MemorySessionStore(), understanding=understanding,
-                    knowledge=knowledge_for(program, embedder, fetch_urls=fetch_urls))
+                    knowledge=knowledge_for(program, embedder, fetch_urls=fetch_urls),
+                    clock=clock_for(today))
     first = engine.start(program_label="test")
     run = ConversationRun(engine, first.session_id, [first], llm)
     for line in user:
@@ -67,7 +73,29 @@ def run_conversation(program, user: list[str], llm: ScriptedProvider | None, sto
     return run
 
 
-CONVERSATION_KEYS = ("user", "llm", "expect", "events", "embeddings", "llm_classifies")
+CONVERSATION_KEYS = ("user", "llm", "expect", "events", "embeddings", "llm_classifies", "today")
+
+
+def clock_for(today: Any) -> Callable[[], float] | None:
+    """A clock fixed at a conversation's `today:` (a date, at 09:00 UTC, or a date and time), so that
+    "tomorrow" and NOW() mean the same on every day the conversation is replayed; None: the real clock."""
+    if today is None or today == "":
+        return None
+    if isinstance(today, datetime):
+        moment = today
+    elif isinstance(today, date):
+        moment = datetime.combine(today, time(9, 0))
+    else:
+        try:
+            moment = datetime.fromisoformat(str(today))
+        except ValueError:
+            raise ScriptError(f"today: {today!r} is not a date such as 2026-11-22 or 2026-11-22T09:00") from None
+        if len(str(today)) <= 10:
+            moment = moment.replace(hour=9)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    stamp = moment.timestamp()
+    return lambda: stamp
 
 
 def load_conversation(path: str | Path) -> dict[str, Any]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -180,6 +181,13 @@ class BotMessage:
     # the history item it was recorded as, kept in step when an output hook changes or drops it
     item: HistoryItem | None = field(default=None, repr=False, compare=False)
     by: str | None = field(default=None, compare=False)  # the agent that said it (the name in the trace)
+    # buttons, choices and input fields shown with it (ABL RESPOND ... ACTIONS), as plain dicts; what the
+    # user picks comes back as a message whose text is the element's value or id (ACTION_HANDLERS)
+    actions: list[dict] = field(default_factory=list, compare=False)
+
+
+class TurnPreempted(Exception):
+    """A newer message of the session arrived under the `preemptive` strategy: this turn stops unsaved."""
 
 
 @dataclass
@@ -196,9 +204,14 @@ class TurnContext:
     pipeline: Pipeline = field(default_factory=Pipeline)
     eval_env: EvalEnv = field(default_factory=EvalEnv)  # clock and randomness of expressions
     said: list[BotMessage] = field(default_factory=list)
+    sent: list[BotMessage] = field(default_factory=list)  # what the turn sent, once output_ready has run
     input: TurnInput = field(default_factory=lambda: TurnInput(None))
     # the Engine driving this turn: fan_out (runtime/fanout.py) drives its tasks' stacks with it
     engine: Any = None
+    # the `preemptive` strategy: asked at safe points (before each agent step and LLM call) whether a
+    # newer message supersedes this turn; once a tool has run the turn is kept and finishes
+    preempt: Callable[[], bool] | None = None
+    tool_ran: bool = False
 
     def new_frame_id(self) -> str:
         fid = f"f{self.state.next_frame}"
@@ -435,7 +448,7 @@ class TurnContext:
 
     # ---- conversation --------------------------------------------------------------
 
-    def say(self, agent: str | None, text: str, frame: Frame | None = None) -> None:
+    def say(self, agent: str | None, text: str, frame: Frame | None = None, actions: list[dict] | None = None) -> None:
         """Draft a message to the user. It is buffered: the turn sends what the pipeline's
         `output_ready` hooks leave of it (see send_output); agents see it in the history at once."""
         text = text.strip()
@@ -445,9 +458,10 @@ class TurnContext:
         # agent); the trace keeps the agent that said it
         speaker = self.speaker(agent)
         item = HistoryItem(role="bot", text=text, agent=speaker, turn=self.state.turn)
-        self.said.append(BotMessage(speaker, text, item, by=agent))
+        self.said.append(BotMessage(speaker, text, item, by=agent, actions=list(actions or [])))
         self.state.history.append(item)
-        self.log.emit("bot_message", agent, text=text, **({"shown_as": speaker} if speaker != agent else {}))
+        self.log.emit("bot_message", agent, text=text, **({"shown_as": speaker} if speaker != agent else {}),
+                      **({"actions": list(actions)} if actions else {}))
         if frame is not None:
             frame.last_prompt = text
             frame.said_since_start = True
@@ -492,18 +506,27 @@ class TurnContext:
             return None
         return response.tool_calls[0].arguments if response.tool_calls else {}
 
+    def check_preempted(self) -> None:
+        """Raise TurnPreempted when a newer message of the session supersedes this turn (see `preempt`)."""
+        if self.preempt is not None and not self.tool_ran and self.preempt():
+            raise TurnPreempted()
+
     def complete(self, request: LLMRequest, agent: str | None) -> LLMResponse:
         """Make an LLM call, recording it (prompt, answer, tokens) as an event."""
         if self.llm is None:
             self.log.emit("llm_call", agent, purpose=request.purpose, error=NO_LLM_MESSAGE)
             raise LLMError(NO_LLM_MESSAGE)
+        self.check_preempted()
         prompt = [m.model_dump(exclude_none=True, exclude_defaults=True) for m in request.messages]
+        started = time.perf_counter()
         try:
             response = self.llm.complete(request)
         except LLMError as exc:
             self.log.emit("llm_call", agent, purpose=request.purpose, provider=self.llm.name,
-                          messages=prompt, tools=[t.name for t in request.tools], error=str(exc))
+                          messages=prompt, tools=[t.name for t in request.tools], error=str(exc),
+                          duration_ms=round((time.perf_counter() - started) * 1000, 1))
             raise
+        duration_ms = round((time.perf_counter() - started) * 1000, 1)
         self.state.tokens["prompt"] += response.usage.prompt_tokens
         self.state.tokens["completion"] += response.usage.completion_tokens
         self.state.tokens["calls"] += 1
@@ -514,7 +537,9 @@ class TurnContext:
             response={"content": response.content,
                       "tool_calls": [c.model_dump() for c in response.tool_calls]},
             prompt_tokens=response.usage.prompt_tokens, completion_tokens=response.usage.completion_tokens,
+            duration_ms=duration_ms,
         )
+        self.check_preempted()  # the answer is recorded; nothing has acted on it yet
         return response
 
     def _error_handler(self, caller: str | None, tool: str, result: ToolResult):
@@ -601,6 +626,8 @@ class TurnContext:
         called = self.log.emit("tool_call", caller, tool=tool, args=args, **extra)
         if pending is not None and pending.result is not None:
             result = pending.result
+        elif (limit := self._tool_time_limit(caller)) is not None:
+            result = self.tools.call(tool, args, timeout=limit)
         else:
             result = self.tools.call(tool, args)
         duration_ms = round((time.perf_counter() - started) * 1000, 1)
@@ -611,6 +638,15 @@ class TurnContext:
                       args=result.args, bot=result.bot, error=result.error, duration_ms=duration_ms, **extra,
                       **({"truncated": result.truncated} if result.truncated else {}))
         return result
+
+    def _tool_time_limit(self, caller: str | None) -> float | None:
+        """The calling ABL agent's EXECUTION timeouts.tool_timeout_ms, in seconds (a REASONING step's agent
+        takes its flow agent's), or None: the program's `tools:` settings decide."""
+        for name in dict.fromkeys([caller, self.speaker(caller)] if caller else []):
+            rules = getattr(self.program.agents.get(name), "rules", None)
+            if rules is not None and rules.execution.tool_timeout is not None:
+                return rules.execution.tool_timeout
+        return None
 
     def _count_failure(self, result: ToolResult) -> None:
         """ABL 8.8 `tool_failures`: failed runs of tools in a row (a retry is a run), whoever called them
@@ -639,6 +675,9 @@ class TurnContext:
             args, pending.args = approval.args, approval.args
             pending.result = approval.result  # declined: an error result, never retried by ON_ERROR
         ran = pending.result is None  # not answered by a hook, a rule or a declined confirmation
+        if ran:
+            self.check_preempted()
+            self.tool_ran = True  # what a tool did is kept: the turn can no longer be superseded
         result = self._run_tool(tool, args, caller, pending=pending)
         # recorded before ON_ERROR acts, so its RESPOND can say {{tool.message}} (retries record theirs)
         self._record_result(tool, result)

@@ -19,6 +19,9 @@ NO = {"no", "nope", "nah", "false", "n", "not really", "never"}
 NUMBER_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
                 "nine": 9, "ten": 10, "eleven": 11, "twelve": 12}
 PATTERN_TYPES = ("email", "phone", "number", "integer", "boolean", "date", "datetime")
+# a day counted from today ("in 3 days", "2 weeks from now"): a date, not a number of something
+RELATIVE_DATE = re.compile(r"(?i)\bin\s+\d+\s+(?:day|week|month|year)s?\b|"
+                           r"\b\d+\s+(?:day|week|month|year)s?\s+(?:from\s+now|from\s+today|later|ago)\b")
 
 
 def extract_values(text: str, fields: dict[str, str], now: datetime | None = None,
@@ -51,6 +54,8 @@ def extract_values(text: str, fields: dict[str, str], now: datetime | None = Non
     if by_type.get("number") or by_type.get("integer"):
         for phrase in _date_phrases(text, now):  # "December 5" is a date, not 5 of something
             dateless = dateless.replace(phrase, " ")
+        if by_type.get("date") or by_type.get("datetime"):  # "in 3 days" gives the date, not 3 guests
+            dateless = RELATIVE_DATE.sub(" ", dateless)
     for kind, names in by_type.items():
         values = _values(dateless if kind in ("number", "integer") else text, kind, now)
         for name, value in zip(names, values):
@@ -147,13 +152,26 @@ def _date_phrases(text: str, now: datetime | None) -> list[str]:
 
 
 def _by_regex(text: str, pattern: str) -> str | None:
-    """The first part of the message that the field's validation pattern accepts (its ^ and $ let go)."""
+    """The first part of the message that the field's validation pattern accepts (its ^ and $ let go).
+    Where the pattern was anchored the part must not go on in the message: "A-1001" gives nothing for
+    ^A-\\d{3}$, not "A-100"."""
+    starts, ends = pattern.startswith("^"), pattern.endswith("$") and not pattern.endswith("\\$")
+    body = pattern[1 if starts else 0:len(pattern) - 1 if ends else len(pattern)]
     try:
-        compiled = re.compile(pattern.removeprefix("^").removesuffix("$"), re.IGNORECASE)
+        compiled = re.compile(body, re.IGNORECASE)
     except re.error:
         return None
-    match = compiled.search(text)
-    return match.group(0) if match else None
+    for match in compiled.finditer(text):
+        before = text[match.start() - 1] if match.start() > 0 else ""
+        after = text[match.end()] if match.end() < len(text) else ""
+        if (starts and _word_char(before)) or (ends and _word_char(after)):
+            continue
+        return match.group(0)
+    return None
+
+
+def _word_char(char: str) -> bool:
+    return bool(char) and (char.isalnum() or char == "_")
 
 
 def _choice(text: str, options: list[str], synonyms: dict[str, list[str]] | None = None) -> str | None:

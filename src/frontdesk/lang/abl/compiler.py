@@ -422,7 +422,10 @@ def compile_agent(doc: Document, bag: DiagnosticBag, names: Names, library: dict
         from .flow import compile_flow
 
         graph, extra_agents = compile_flow(sections["FLOW"], ctx, rules, instructions, [t.name for t in tools],
-                                           delegates, handoffs, {t.name: [p.name for p in t.params] for t in tools})
+                                           delegates, handoffs,
+                                           # a CALL's positional arguments are named by the signature: the
+                                           # agent's own, else the tool library's
+                                           {t.name: [p.name for p in t.params] for t in [*library.values(), *tools]})
         agent = FlowAgent(name=doc.name, description=description, args=_args(rules), graph=graph, rules=rules,
                           setup=setup, span=span)
         for step_agent in extra_agents:  # REASONING: true steps: the flow's limit, and they speak as the flow's agent
@@ -475,13 +478,19 @@ def _find_word(word: str, lines: list[str], file: str) -> Span | None:
 
 
 def _on_start_graph(rules: AgentRules):
-    """ON_START's words and values as the steps an agent runs when it starts (AgentBase.setup)."""
-    from frontdesk.ir.models import Assignment, AssignNode, SayNode, StepGraph
+    """ON_START's tool call, values and words (in that order, as a hook runs them) as the steps an agent
+    runs when it starts (AgentBase.setup)."""
+    from frontdesk.ir.models import ArgValue, Assignment, AssignNode, InvokeNode, SayNode, StepGraph
 
     nodes = []
     for hook in rules.hooks:
         if hook.event != "on_start":
             continue
+        if hook.call:
+            bound = hook.action.extra.get("result_as")
+            nodes.append(InvokeNode(id=f"on_start.{len(nodes) + 1}", target=hook.call, target_kind="tool",
+                                    args=[ArgValue(name=name, value=value) for name, value in hook.args.items()],
+                                    result=hook.call, bind=Ref(scope=SESSION, name=bound) if bound else None))
         if hook.action.set:
             nodes.append(AssignNode(id=f"on_start.{len(nodes) + 1}", assignments=[
                 Assignment(target=Ref(scope=SESSION, name=name), value=value) for name, value in hook.action.set]))

@@ -171,6 +171,7 @@ def compile_flow(section: Node, ctx: SectionContext, rules: AgentRules, instruct
         for n in b.nodes.values():
             if isinstance(n, ListenNode):
                 n.corrects = list(b.corrects)
+    _said_errors_are_messages(b)
     graph = StepGraph(entry=b.order[0], nodes=b.nodes, labels={name: name for name in b.order})
     from .sections.gather import profile_fields
 
@@ -335,6 +336,19 @@ def _compile_step(b: _FlowBuilder, name: str, node: Node, after: str) -> None:
         b.add(n)
     if tool is not None:
         _bind_result_refs(chain, tool, b)
+
+
+def _said_errors_are_messages(b: _FlowBuilder) -> None:
+    """`{{result.error}}` (or `{{<tool>.error}}`) in a RESPOND says why the call failed (3.14.6:
+    "Sorry, the booking failed: {{result.error}}"): the failure's message, empty after a success.
+    In conditions `.error` stays the yes/no of a failed call."""
+    from frontdesk.ir.walk import refs_in
+
+    for n in b.nodes.values():
+        if isinstance(n, SayNode):
+            for ref in refs_in([n.text, *n.variants.values()]):
+                if ref.space == "result" and ref.name == "error":
+                    ref.name = "message"
 
 
 def _bind_result_refs(chain: list, tool: str, b: _FlowBuilder) -> None:

@@ -28,7 +28,8 @@ from .stub import stub_answer
 
 
 class ToolRunner(Protocol):
-    def call(self, tool: str, args: dict[str, Any]) -> ToolResult: ...
+    # `timeout` is passed only when the calling agent sets its own (ABL EXECUTION timeouts.tool_timeout_ms)
+    def call(self, tool: str, args: dict[str, Any], timeout: float | None = None) -> ToolResult: ...
 
 
 class ProgramToolRunner:
@@ -61,7 +62,10 @@ class ProgramToolRunner:
         self.http.close()
         self.mcp.close()
 
-    def call(self, tool: str, args: dict[str, Any]) -> ToolResult:
+    def call(self, tool: str, args: dict[str, Any], timeout: float | None = None) -> ToolResult:
+        """One call of `tool`. Its time limit: the binding's own (an HTTP tool's, an MCP server's), else
+        the tool's under `tools:` in config.yml, else `timeout` (the calling ABL agent's EXECUTION
+        timeouts.tool_timeout_ms), else the program's."""
         tdef = self.program.tools.get(tool)
         if tdef is None:
             return failed("not_found", f"no tool named {tool}")
@@ -73,7 +77,7 @@ class ProgramToolRunner:
             timeout = binding.timeout
         elif isinstance(binding, McpBinding) and binding.server.timeout is not None:
             timeout = binding.server.timeout
-        else:
+        elif timeout is None or self._own_timeout(tool) is not None:
             timeout = limits.timeout
         if isinstance(binding, PythonBinding):
             returned = self.python.call(tool, binding, args, timeout, limits.output_chars)
@@ -86,6 +90,10 @@ class ProgramToolRunner:
         else:  # pragma: no cover - the IR admits no other binding
             returned = Returned(failure=failed("not_found", f"tool {tool} has a binding this runtime cannot call"))
         return finish(tdef, returned, limits.result_chars)
+
+    def _own_timeout(self, tool: str) -> float | None:
+        own = self.program.settings.tools.per_tool.get(tool)
+        return own.timeout if own is not None else None
 
 
 def read_value(tool: ToolDef, value: Any) -> ToolResult:

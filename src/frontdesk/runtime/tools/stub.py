@@ -24,8 +24,8 @@ class StubToolRunner:
         self.convention = convention
         self.calls: list[tuple[str, dict[str, Any]]] = []
 
-    def call(self, tool: str, args: dict[str, Any]) -> ToolResult:
-        self.calls.append((tool, dict(args)))
+    def call(self, tool: str, args: dict[str, Any], timeout: float | None = None) -> ToolResult:
+        self.calls.append((tool, dict(args)))  # a stub answers at once: `timeout` is not needed
         if tool not in self.answers:
             return failed("not_found", f"no stub answer for {tool}")
         answer = self.answers[tool]
