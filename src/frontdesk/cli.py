@@ -289,16 +289,22 @@ def chat(
     from frontdesk.llm import ScriptError
     from frontdesk.progress import IndexProgressBar
     from frontdesk.runtime.engine import Engine, SessionNotFound
-    from frontdesk.testing import ConversationRun
+    from frontdesk.testing import ConversationRun, clock_for
 
     prog, _ = _load(program)
     spec = _load_script(script) if script else None
+    try:
+        clock = clock_for((spec or {}).get("today"))
+    except ScriptError as exc:
+        _error(f"{script}: {exc}")
+        raise typer.Exit(2)
     models = _choose_models(prog, llm_mode, script, embeddings)
     llm = models.llm
     store_name = store or _default_store()
     session_store = _open_store(store_name)
     knowledge = knowledge_for(prog, models.embedder, on_progress=IndexProgressBar())
-    engine = Engine(prog, llm, session_store, understanding=models.understanding, knowledge=knowledge)
+    engine = Engine(prog, llm, session_store, understanding=models.understanding, knowledge=knowledge,
+                    clock=clock)
     interactive = sys.stdin.isatty() and script is None
     inputs = list((spec or {}).get("user") or []) if script else None
     turns = []
@@ -498,6 +504,86 @@ def trace_(
                  for e in events if e["type"] == "llm_call")
     calls = sum(1 for e in events if e["type"] == "llm_call")
     out.print(Text(f"{len(events)} events, {calls} LLM calls, {tokens} tokens"))
+
+
+@app.command()
+def serve(
+    programs: list[str] = typer.Argument(..., help="Program files or folders; each is served under its name."),
+    host: str = typer.Option("127.0.0.1", "--host", help="The address to listen on."),
+    port: int = typer.Option(8000, "--port", help="The port to listen on."),
+    llm_mode: str = typer.Option("auto", "--llm", help="auto, local, openai or none (as for chat)."),
+    store: str = typer.Option(None, "--store", help="Session store: a SQLite path, 'memory', redis://... or "
+                              "postgresql://... (several servers share Redis or PostgreSQL). "
+                              "[default: .frontdesk/sessions.sqlite3]"),
+    strategy: str = typer.Option("serial", "--strategy", help="serial: a session's messages are answered one "
+                                 "after another; preemptive: a newer message supersedes the turn in progress."),
+    max_message_chars: int = typer.Option(4000, "--max-message-chars", help="Longer messages get 413."),
+    max_turns: int = typer.Option(500, "--max-turns", help="Turns a session may take."),
+    idle_expiry: float = typer.Option(0, "--expire-idle", help="Delete sessions idle this many seconds (0: keep)."),
+) -> None:
+    """Serve programs over HTTP: a web chat at /, the JSON API under /v1 (server-sent events), /metrics.
+
+    API tokens come from FRONTDESK_API_TOKENS (comma-separated, each a user); with none set, a token
+    is made for this run and printed."""
+    import secrets
+
+    from frontdesk.server.auth import STRATEGIES, TOKENS_ENV, ServerSettings, tokens_from_env
+    from frontdesk.server.observability import configure_json_logging
+
+    if strategy not in STRATEGIES:
+        _error(f"--strategy must be one of {', '.join(STRATEGIES)}, not {strategy!r}")
+        raise typer.Exit(2)
+    made_token = None
+    tokens = tokens_from_env()
+    if not tokens:
+        made_token = secrets.token_urlsafe(18)
+        tokens = tokens_from_env(made_token)
+    settings = ServerSettings(tokens=tokens, max_message_chars=max_message_chars, max_turns=max_turns,
+                              strategy=strategy, expire_idle_after=idle_expiry)
+    loaded, sources = {}, {}
+    for given in programs:
+        prog, _ = _load(given)
+        name = _serve_name(given)
+        if name in loaded:
+            _error(f"two programs are named {name!r}; serve them from differently named folders")
+            raise typer.Exit(2)
+        loaded[name], sources[name] = prog, given
+    session_store = _open_store(store or _default_store())
+    models_by_digest: dict = {}
+
+    def models_for(prog):
+        # each program version gets its models; the local models themselves are loaded once per process
+        from frontdesk.runtime.engine import Engine
+
+        digest = Engine.digest_of(prog)
+        if digest not in models_by_digest:
+            models_by_digest[digest] = _choose_models(prog, llm_mode, None, None)
+        return models_by_digest[digest]
+
+    import uvicorn
+
+    from frontdesk.server.app import create_app
+
+    configure_json_logging()
+    api = create_app(loaded, session_store, models_for, settings, sources=sources)
+    url = f"http://{host}:{port}"
+    _dim(f"serving {', '.join(loaded)} on {url} (web chat at /, API under /v1, OpenAPI at /openapi.json, "
+         f"metrics at /metrics)")
+    if made_token:
+        _note(f"{TOKENS_ENV} is not set, so this run made a token: {made_token}")
+        _note(f"open {url}/#token={made_token}")
+    try:
+        uvicorn.run(api, host=host, port=port, log_level="warning", access_log=False)
+    finally:
+        api.state.observability.shutdown()
+
+
+def _serve_name(given: str) -> str:
+    """The name a served program goes by: its folder's name, or its file's name without suffixes."""
+    path = Path(given).resolve()
+    if path.is_file() and path.name in ("agents.yml", "agents.yaml"):
+        path = path.parent
+    return path.name.split(".")[0] if path.is_file() else path.name
 
 
 def _mount_acdl() -> None:

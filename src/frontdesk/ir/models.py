@@ -207,11 +207,29 @@ class ToolOutput(IRModel):
     target: Ref
 
 
+class InactivityRule(IRModel):
+    """What to do when the user has said nothing for `after` seconds (read from a policy's text, or ABL's
+    EXECUTION session_timeout): remind them, or say good-bye and end the session."""
+
+    after: float
+    action: Literal["remind", "end"]
+    text: str = ""  # what is said; empty: the runtime's default words
+
+
 class Policy(IRModel):
     """A fallback or exit policy: another agent, a natural-language text, or the runtime default."""
 
     kind: Literal["agent", "text", "default"]
     value: str = ""
+    # the timed rules a text policy states ("if there is no input for 30 seconds, remind the user")
+    inactivity: list[InactivityRule] = Field(default_factory=list)
+
+    def shown(self) -> dict:
+        """The policy as a trace shows it: kind and value, and its timed rules when it has any."""
+        shown = {"kind": self.kind, "value": self.value}
+        if self.inactivity:
+            shown["inactivity"] = [r.model_dump() for r in self.inactivity]
+        return shown
 
 
 class AgentBase(IRModel):

@@ -166,7 +166,7 @@ class KnowledgeExecutor:
 
     def _no_answer(self, agent: KnowledgeAgent, frame: Frame, ctx: TurnContext, reason: str) -> Outcome:
         ctx.log.emit("fallback", agent.name, reason=reason,
-                     policy=agent.fallback.model_dump() if agent.fallback else None)
+                     policy=agent.fallback.shown() if agent.fallback else None)
         text = policy_message(agent.fallback) if agent.fallback and agent.fallback.kind == "text" else NOT_FOUND
         ctx.say(agent.name, text, frame)
         return Outcome.done("error", reason)

@@ -5,19 +5,22 @@ from __future__ import annotations
 import hashlib
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from random import Random, SystemRandom
 
 from frontdesk.expr.evaluator import EvalEnv
-from frontdesk.ir.models import Program
+from frontdesk.ir.models import InactivityRule, Program
 from frontdesk.llm.base import LLM
 from frontdesk.nlu.base import Understanding
 from frontdesk.runtime import escalation
 from frontdesk.runtime.answering import KnowledgeCache, KnowledgeExecutor
 from frontdesk.runtime.context import (
     BotMessage,
+    TurnPreempted,
     ChildResult,
     Outcome,
     TurnContext,
@@ -40,11 +43,14 @@ from frontdesk.runtime.state import (
     bound_history,
     load_state,
 )
+from frontdesk.runtime import inactivity
 from frontdesk.runtime.tools import ProgramToolRunner, ToolRunner
-from frontdesk.store.base import SessionStore
+from frontdesk.store.base import DEFAULT_LOCK_TIMEOUT, SessionStore
 from frontdesk.store.longterm import DictMemoryStore, MemoryStore
 
 MAX_TRANSITIONS_PER_TURN = 1000
+LAST_INPUT_KEY = "last_input_at"  # state.system: when the user last wrote (seconds since the epoch)
+FIRED_KEY = "inactivity_fired"  # state.system: the delays of the inactivity rules run since then
 ENDED_REPLY = "This conversation has ended. Please start a new one if you need anything else."
 LOOP_APOLOGY = "Sorry, I got stuck. Let's start over: how can I help you?"
 
@@ -52,9 +58,44 @@ LOOP_APOLOGY = "Sorry, I got stuck. Let's start over: how can I help you?"
 register_event_type("session_escalated", "an agent handed the conversation to a person", ("reason",))
 # The turn's frame in the trace, named as ABL's core concepts name them (same for ADL programs).
 register_event_type("thread_return", "a suspended thread came back to the stack", ("thread",))
+register_event_type("inactivity", "the user said nothing for a while: a timed rule reminds them or ends the session",
+                    ("after", "action"))
+register_event_type("turn_preempted", "a newer message superseded this turn; only its message was kept",
+                    ("dropped_events",))
 register_event_type("execution.started", "a turn began: the agent that holds the conversation", ("agent",))
 register_event_type("execution.completed", "a turn ended: what it cost and where the conversation is",
                     ("messages", "llm_calls", "prompt_tokens", "completion_tokens"))
+
+
+# The session whose lock this thread holds and the version it loaded (see Engine._session_turn).
+_HELD: ContextVar[tuple[str, int | None] | None] = ContextVar("frontdesk_held_session", default=None)
+
+
+@contextmanager
+def hold_session(store: SessionStore, session_id: str, timeout: float = DEFAULT_LOCK_TIMEOUT) -> Iterator[None]:
+    """Hold the session's store lock (across threads and, for SQLite, Redis and PostgreSQL, processes), so
+    that turns of one session run one after another; the version seen under the lock is what the turn's
+    save expects (a ConflictError if someone wrote meanwhile). Calls nested in the same thread for the same
+    session take nothing: a server holds the session while it checks a message, then runs the turn."""
+    held = _HELD.get()
+    if held is not None and held[0] == session_id:
+        yield
+        return
+    lock = getattr(store, "lock", None)
+    with lock(session_id, timeout) if callable(lock) else nullcontext():
+        versioned = getattr(store, "load_versioned", None)
+        version = versioned(session_id)[1] if callable(versioned) else None
+        token = _HELD.set((session_id, version))
+        try:
+            yield
+        finally:
+            _HELD.reset(token)
+
+
+def held_session() -> str | None:
+    """The session whose turn this thread is running (under hold_session), if any."""
+    held = _HELD.get()
+    return held[0] if held else None
 
 
 class SessionNotFound(LookupError):
@@ -68,6 +109,7 @@ class TurnResult:
     events: list[Event] = field(default_factory=list)
     ended: bool = False
     active_agent: str | None = None
+    preempted: bool = False  # superseded by a newer message (`preemptive`): only the user's message was kept
 
 
 def program_digest(program: Program) -> str:
@@ -91,8 +133,11 @@ class Engine:
         # every event goes to each subscriber as it happens (the CLI's live trace, tests, exporters)
         self.subscribers: list[Callable[[Event], None]] = [listener] if listener else []
         self.understanding = understanding
-        # persistent memory (user, project and execution-tree facts); in-process unless one is given
-        self.memory: MemoryStore = memory if memory is not None else DictMemoryStore()
+        # persistent memory (user, project and execution-tree facts): where the store keeps it, else in-process
+        if memory is None:
+            kept = getattr(store, "memory_store", None)
+            memory = kept() if callable(kept) else DictMemoryStore()
+        self.memory: MemoryStore = memory
         self.option_cache: dict = {}
         # what expressions read as NOW() and draw UNIQUE_ID() from: the engine's clock, and `random`
         # (a seeded random.Random in tests)
@@ -107,13 +152,19 @@ class Engine:
         # knowledge agents' indexes, built on first use (the application wires its fetcher, embedder and
         # progress display); by default web pages are fetched and retrieval is keyword-only
         self.knowledge = knowledge if knowledge is not None else KnowledgeCache(program)
-        self.digest = program_digest(program)
+        self.digest = self.digest_of(program)
+        self.lock_timeout = DEFAULT_LOCK_TIMEOUT  # seconds a turn waits while another turn holds the session
         self.executors = {
             "flow": FlowExecutor(),
             "reasoning": ReasoningExecutor(),
             "router": RouterExecutor(),
             "knowledge": KnowledgeExecutor(),
         }
+
+    @staticmethod
+    def digest_of(program: Program) -> str:
+        """The version of a program: a digest of its IR (sessions record the version they started on)."""
+        return program_digest(program)
 
     def _now(self) -> datetime:
         return datetime.fromtimestamp(self.clock() if self.clock else time.time(), UTC)
@@ -132,10 +183,15 @@ class Engine:
               channel: str = "") -> TurnResult:
         """Create a session and run the program until it first waits for the user."""
         session_id = session_id or uuid.uuid4().hex[:12]
+        with self._session_turn(session_id):
+            return self._start_session(session_id, program_label, user_id, channel)
+
+    def _start_session(self, session_id: str, program_label: str, user_id: str, channel: str) -> TurnResult:
         state = SessionState(session_id=session_id, program=program_label, program_digest=self.digest,
                              user_id=user_id, channel=channel)
         ctx = self._context(state)
         ctx.log.emit("session_started", None, program=program_label, entry=self.program.entry)
+        state.system[LAST_INPUT_KEY] = self._now().timestamp()
         state.stack.append(new_frame(ctx, self.program.entry))
         ctx.log.emit("agent_started", self.program.entry, by="session")
         return self._finish(ctx)
@@ -143,6 +199,10 @@ class Engine:
     def human_completed(self, session_id: str, human: dict) -> TurnResult:
         """The person an escalated session went to hands it back (ABL ESCALATE on_human_complete):
         `human` is their report ({"resolved": true, "resolution_summary": ...}). See runtime/escalation.py."""
+        with self._session_turn(session_id):
+            return self._human_completed(session_id, human)
+
+    def _human_completed(self, session_id: str, human: dict) -> TurnResult:
         raw = self.store.load(session_id)
         if raw is None:
             raise SessionNotFound(f"no session {session_id!r}")
@@ -152,7 +212,73 @@ class Engine:
         escalation.human_completed(ctx, human)
         return self._finish(ctx, drive=False)
 
-    def send(self, session_id: str, text: str) -> TurnResult:
+    def send(self, session_id: str, text: str, preempt: Callable[[], bool] | None = None) -> TurnResult:
+        """Run a turn for the user's message. With `preempt` (the `preemptive` strategy), the turn asks it
+        before each agent step and LLM call, until a tool has run, whether a newer message supersedes
+        it; if so, the session keeps the message in its history and nothing else of the turn."""
+        with self._session_turn(session_id):
+            return self._send(session_id, text, preempt)
+
+    # ---- inactivity ----------------------------------------------------------------
+
+    def inactivity_rules(self, state: SessionState) -> list[InactivityRule]:
+        """The timed rules of the agents the session is with (ADL exit/fallback policy text, ABL EXECUTION
+        session_timeout), by delay; a delay two agents both set counts once (the innermost agent's)."""
+        rules: dict[float, InactivityRule] = {}
+        for frame in state.stack:
+            agent = self.program.agents.get(frame.agent)
+            if agent is None:
+                continue
+            for policy in (agent.exit, agent.fallback):
+                for rule in policy.inactivity if policy is not None else ():
+                    rules[rule.after] = rule
+            execution = agent.rules.execution if agent.rules is not None else None
+            timeout = getattr(execution, "session_timeout", None)
+            if timeout:
+                rules[float(timeout)] = InactivityRule(after=float(timeout), action="end")
+        return [rules[after] for after in sorted(rules)]
+
+    def idle_check(self, raw: dict, now: float | None = None) -> InactivityRule | None:
+        """The inactivity rule due for a stored session (its state as loaded), or None: only a session that
+        waits for its user has one, counted from the user's last message (or the session's start)."""
+        if raw.get("status") != "waiting":
+            return None
+        try:
+            state = load_state(raw, self.program.tools)
+        except ValueError:
+            return None
+        since = state.system.get(LAST_INPUT_KEY)
+        if not isinstance(since, (int, float)):
+            return None
+        now = now if now is not None else (self.clock() if self.clock else time.time())
+        return inactivity.due(self.inactivity_rules(state), now - since, state.system.get(FIRED_KEY) or [])
+
+    def idle(self, session_id: str, now: float | None = None) -> TurnResult | None:
+        """Run the inactivity rule that is due for the session, if any, as a turn with no user message:
+        a reminder, or good-bye and the session's end. None when nothing was due (decided under the
+        session's lock, so two timers, in two processes, never run the same rule twice)."""
+        with self._session_turn(session_id):
+            raw = self.store.load(session_id)
+            rule = self.idle_check(raw, now) if raw is not None else None
+            if rule is None:
+                return None
+            state = load_state(raw, self.program.tools)
+            state.turn += 1
+            state.system[FIRED_KEY] = [*(state.system.get(FIRED_KEY) or []), rule.after]
+            ctx = self._context(state)
+            idle_for = (now if now is not None else self._now().timestamp()) - state.system[LAST_INPUT_KEY]
+            ctx.log.emit("inactivity", None, after=rule.after, action=rule.action, idle=round(idle_for, 3))
+            active = next((f.agent for f in reversed(state.stack) if f.graph == "main"), None)
+            ctx.say(active, inactivity.said(rule))
+            if rule.action == "end":
+                state.ended = True
+                ctx.log.emit("session_ended", active, reason=f"no input for {rule.after:g} s")
+            return self._finish(ctx, drive=False)
+
+    def _session_turn(self, session_id: str):
+        return hold_session(self.store, session_id, self.lock_timeout)
+
+    def _send(self, session_id: str, text: str, preempt: Callable[[], bool] | None = None) -> TurnResult:
         raw = self.store.load(session_id)
         if raw is None:
             raise SessionNotFound(f"no session {session_id!r}")
@@ -172,6 +298,8 @@ class Engine:
             # A person has the conversation: the message is kept for them and nothing else runs.
             escalation.hold(ctx, text)
             return self._finish(ctx, drive=False, held=True)
+        state.system[LAST_INPUT_KEY] = self._now().timestamp()  # inactivity rules count from here
+        state.system.pop(FIRED_KEY, None)
         incoming = self.pipeline.input_received(ctx, text)
         text = incoming.text.strip()
         state.history.append(HistoryItem(role="user", text=text, turn=state.turn))
@@ -188,7 +316,32 @@ class Engine:
             return self._finish(ctx)
         # The message belongs to the turn: the agent on top of the stack is offered it first.
         ctx.input = TurnInput(text, ctx.log)
-        return self._finish(ctx)
+        if preempt is None:
+            return self._finish(ctx)
+        kept = state.model_dump(mode="json")  # the session with the message read and nothing done yet
+        heard = len(ctx.log.events)
+        ctx.preempt = preempt
+        try:
+            return self._finish(ctx)
+        except TurnPreempted:
+            return self._preempted(ctx, kept, heard)
+
+    def _preempted(self, ctx: TurnContext, kept: dict, heard: int) -> TurnResult:
+        """Store the session as it was when the superseded turn had read its message (which stays in the
+        history, for the next turn to see), and the events up to then with a `turn_preempted`."""
+        state = load_state(kept, self.program.tools)
+        dropped = ctx.log.truncate(heard)
+        ctx.log.emit("turn_preempted", None, dropped_events=dropped,
+                     reason="a newer message of the session arrived before this turn had done anything lasting")
+        if state.status == "active":
+            state.status = "waiting"
+        state.event_seq = ctx.log.next_seq
+        held = _HELD.get()
+        expected = {"expected_version": held[1]} if held and held[0] == state.session_id and held[1] is not None else {}
+        self.store.save_turn(state.session_id, state.model_dump(mode="json"),
+                             [e.model_dump(mode="json") for e in ctx.log.events], **expected)
+        active = next((f.agent for f in reversed(state.stack) if f.graph == "main"), None)
+        return TurnResult(state.session_id, [], ctx.log.events, state.ended, active, preempted=True)
 
     def _adopt_program(self, ctx: TurnContext) -> None:
         """The program changed since the session's last turn: keep the session where its frames
@@ -246,6 +399,7 @@ class Engine:
             ctx.log.emit("step", None, action="the message was handled; nobody else took the rest of it",
                          passed=ctx.input.passed)
         sent = list(ctx.said) if held else ctx.send_output()  # held: the program's own holding words
+        ctx.sent = sent
         if not held:
             self.pipeline.turn_end(ctx)
         now_active = next((f.agent for f in reversed(state.stack) if f.graph == "main"), None)
@@ -258,8 +412,10 @@ class Engine:
         if state.status == "active":
             state.status = "waiting"  # for the user's next message
         state.event_seq = ctx.log.next_seq
+        held = _HELD.get()
+        expected = {"expected_version": held[1]} if held and held[0] == state.session_id and held[1] is not None else {}
         self.store.save_turn(state.session_id, state.model_dump(mode="json"),
-                             [e.model_dump(mode="json") for e in ctx.log.events])
+                             [e.model_dump(mode="json") for e in ctx.log.events], **expected)
         active = next((f.agent for f in reversed(state.stack) if f.graph == "main"), None)
         return TurnResult(state.session_id, sent, ctx.log.events, state.ended, active)
 
@@ -283,6 +439,8 @@ class Engine:
                     ctx.log.emit("session_ended", None)
                 return
             frame = stack[-1]
+            if not task:
+                ctx.check_preempted()
             outcome = self.executors[frame.kind].run(frame, ctx)
             if outcome.kind == "wait":
                 return

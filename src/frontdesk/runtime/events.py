@@ -103,6 +103,14 @@ class EventLog:
     def subscribe(self, subscriber: Subscriber) -> None:
         self._subscribers.append(subscriber)
 
+    def truncate(self, keep: int) -> int:
+        """Forget the events after the first `keep` (a superseded turn's); how many were dropped."""
+        dropped = len(self.events) - keep
+        if dropped > 0:
+            self._seq -= dropped
+            del self.events[keep:]
+        return max(dropped, 0)
+
     def emit(self, type: str, agent: str | None = None, /, **data: Any) -> Event:
         kind = EVENT_TYPES.get(type)
         # A malformed event is a bug in the code that emits it: the tests make this warning an error;

@@ -200,7 +200,8 @@ class FlowExecutor:
                 ctx.state.system["_clarification_count"] = int(ctx.state.system.get("_clarification_count", 0)) + 1
             text = node.variants.get(ctx.state.channel, node.text) if node.variants else node.text
             said = self._profile_prompt(node, frame, ctx)
-            ctx.say(agent, said if said is not None else ctx.render(text, agent, frame), frame)
+            ctx.say(agent, said if said is not None else ctx.render(text, agent, frame), frame,
+                    actions=self._actions(node, agent, frame, ctx))
             frame.data.last_say = node.id
             frame.data.node = node.next
         elif isinstance(node, ListenNode):
@@ -270,7 +271,8 @@ class FlowExecutor:
                         None)
         if isinstance(node, SayNode) and frame.waiting:
             said = FlowExecutor._profile_prompt(node, frame, ctx)
-            ctx.say(frame.agent, said if said is not None else ctx.render(node.text, frame.agent, frame), frame)
+            ctx.say(frame.agent, said if said is not None else ctx.render(node.text, frame.agent, frame), frame,
+                    actions=FlowExecutor._actions(node, frame.agent, frame, ctx))
         elif frame.last_prompt:
             ctx.say(frame.agent, frame.last_prompt, frame)
 
@@ -623,6 +625,19 @@ class FlowExecutor:
 
         overrides = {str(k).lower(): v for k, v in effective_profile(frame.agent, ctx)["gather_overrides"].items()}
         return str(overrides.get(key) or "").lower()
+
+    @staticmethod
+    def _actions(node: SayNode, agent: str, frame: Frame, ctx: TurnContext) -> list[dict]:
+        """The buttons, choices and input fields said with a RESPOND (ABL ACTIONS), for the client to
+        show: each as its IR fields, with what picking it sends (`send`: the button's value, else its id)."""
+        shown = []
+        for element in node.actions:
+            item = element.model_dump(mode="json", exclude={"span"}, exclude_defaults=True)
+            item["kind"], item["id"] = element.kind, element.id
+            if element.kind == "button":
+                item["send"] = str(element.value) if element.value is not None else element.id
+            shown.append(item)
+        return shown
 
     @staticmethod
     def _profile_prompt(node: SayNode, frame: Frame, ctx: TurnContext) -> str | None:

@@ -63,7 +63,7 @@ def apply_fallback(ctx: TurnContext, frame: Frame, reason: str, final: bool = Fa
     data: FlowData = frame.data  # type: ignore[assignment]
     data.fallbacks += 1
     limit = ctx.program.settings.max_consecutive_fallbacks
-    ctx.log.emit("fallback", frame.agent, reason=reason, policy=policy.model_dump() if policy else None,
+    ctx.log.emit("fallback", frame.agent, reason=reason, policy=policy.shown() if policy else None,
                  count=data.fallbacks)
     hands_over = policy is not None and policy.kind == "agent" and policy.value in ctx.program.agents
     if final or data.fallbacks >= limit:

@@ -452,7 +452,7 @@ class RouterExecutor:
     def _fallback(self, router: RouterAgent, frame: Frame, ctx: TurnContext) -> Outcome:
         policy = router.fallback
         ctx.log.emit("fallback", router.name, reason="no agent fits the message",
-                     policy=policy.model_dump() if policy else None)
+                     policy=policy.shown() if policy else None)
         if policy is not None and policy.kind == "agent" and policy.value in ctx.program.agents \
                 and policy.value not in ctx.input.passed:
             return Outcome.call(new_frame(ctx, policy.value, offer_input_by=f"fallback policy of {router.name}"))

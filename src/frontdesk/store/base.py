@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import socket
+import threading
+import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Protocol, runtime_checkable
@@ -22,6 +27,70 @@ class StoreError(Exception):
     """A session store could not read or write (bad state, closed store, database failure)."""
 
 
+class ConflictError(StoreError):
+    """`save_turn(..., expected_version=N)`: the session was written by someone else since version N."""
+
+
+class LockTimeout(StoreError):
+    """`lock(session_id, timeout)`: another writer held the session's lock for longer than `timeout`."""
+
+
+DEFAULT_LOCK_TIMEOUT = 30.0  # seconds a turn waits for another turn of the same session
+DEFAULT_LOCK_LEASE = 15.0  # seconds after which a lock whose holder died (crash, SIGKILL) lapses; a live
+# holder renews it (LeaseKeeper) for as long as its turn runs
+
+
+def lock_token() -> str:
+    """A lock holder's token: the host and process that hold it, and a random part."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex}"
+
+
+def holder_is_dead(token: str) -> bool:
+    """Whether the lock `token` names a process on this host that no longer runs (a crash or SIGKILL):
+    its lock can be taken at once instead of waiting for the lease to lapse."""
+    host, _, rest = token.partition(":")
+    pid_text = rest.partition(":")[0]
+    if host != socket.gethostname() or not pid_text.isdigit():
+        return False
+    pid = int(pid_text)
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # it exists but is not ours to signal
+        return False
+    return False
+
+
+class LeaseKeeper:
+    """Renews a held lock's lease every third of it, in a daemon thread, until stopped; `renew()` returns
+    False when the lock is no longer ours (then renewing stops)."""
+
+    def __init__(self, renew: Callable[[], bool], lease: float) -> None:
+        self._renew = renew
+        self._every = max(lease / 3, 0.05)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="frontdesk-lock-lease", daemon=True)
+
+    def __enter__(self) -> "LeaseKeeper":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._every):
+            try:
+                if not self._renew():
+                    return
+            except Exception:  # noqa: BLE001 - a store hiccup: the next renewal tries again
+                continue
+
+
 @runtime_checkable
 class SessionStore(Protocol):
     """Keeps each session's state (a JSON-serialisable dict, replaced whole) and its ordered event log."""
@@ -32,8 +101,29 @@ class SessionStore(Protocol):
 
     def append_events(self, session_id: str, events: list[dict]) -> None: ...
 
-    def save_turn(self, session_id: str, state: dict, events: list[dict]) -> None:
-        """The state after a turn and that turn's events together (atomically where the store can)."""
+    def save_turn(self, session_id: str, state: dict, events: list[dict],
+                  expected_version: int | None = None) -> int:
+        """The state after a turn and that turn's events together, in one transaction. The store numbers
+        the events (each event's `seq` becomes its place in the log: unique, contiguous, from 1).
+        With `expected_version`, raises ConflictError unless the session is still at that version
+        (0: not stored yet). Returns the session's new version."""
+        ...
+
+    def load_versioned(self, session_id: str) -> tuple[dict | None, int]:
+        """The state (None if absent) and its version (0 if absent): each save adds one."""
+        ...
+
+    def lock(self, session_id: str, timeout: float = DEFAULT_LOCK_TIMEOUT):
+        """A context manager holding the session's lock (exclusive across threads and, for SQLite, Redis
+        and PostgreSQL, across processes); LockTimeout after `timeout` seconds of waiting."""
+        ...
+
+    def expire_idle(self, older_than: float) -> int:
+        """Delete the sessions not updated for `older_than` seconds; how many were deleted."""
+        ...
+
+    def memory_store(self):
+        """Persistent memory by scope (frontdesk.store.longterm.MemoryStore) kept where the sessions are."""
         ...
 
     def events(self, session_id: str) -> list[dict]: ...
@@ -68,6 +158,19 @@ def encode_events(session_id: str, events: Any) -> list[str]:
             raise StoreError(f"session {session_id!r}: event {index} must be a dict, got {type(event).__name__}")
         encoded.append(_encode(session_id, f"event {index}", event))
     return encoded
+
+
+def renumber(event_jsons: list[str], last: int) -> list[tuple[int, str]]:
+    """The store's numbering of a turn's events after the log's `last` seq: (seq, JSON text), the text
+    carrying that seq when the event has a `seq` field (the engine's events do)."""
+    numbered = []
+    for offset, text in enumerate(event_jsons, start=1):
+        event = json.loads(text)
+        if "seq" in event and event["seq"] != last + offset:
+            event["seq"] = last + offset
+            text = _encode("", "event", event)
+        numbered.append((last + offset, text))
+    return numbered
 
 
 def program_of(state: dict | None) -> str:

@@ -50,7 +50,8 @@ def encode_value(scope: str, owner: str, path: str, value: Any) -> str:
     return text
 
 
-def _under(path: str, prefix: str) -> bool:
+def under(path: str, prefix: str) -> bool:
+    """Whether dotted `path` is `prefix` or lies below it (every path is under \"\")."""
     return not prefix or path == prefix or path.startswith(prefix.rstrip(".") + ".")
 
 
@@ -77,7 +78,7 @@ class DictMemoryStore:
 
     def items(self, scope: MemoryScope, owner: str, prefix: str = "") -> dict[str, Any]:
         with self._lock:
-            found = {p: t for (s, o, p), t in self._values.items() if s == scope and o == owner and _under(p, prefix)}
+            found = {p: t for (s, o, p), t in self._values.items() if s == scope and o == owner and under(p, prefix)}
         return {path: json.loads(text) for path, text in sorted(found.items())}
 
 
@@ -129,7 +130,7 @@ class SqliteMemoryStore:
 
     def items(self, scope: MemoryScope, owner: str, prefix: str = "") -> dict[str, Any]:
         rows = self._run("SELECT path, value FROM memory WHERE scope = ? AND owner = ? ORDER BY path", (scope, owner))
-        return {path: json.loads(text) for path, text in rows if _under(path, prefix)}
+        return {path: json.loads(text) for path, text in rows if under(path, prefix)}
 
     def close(self) -> None:
         with self._lock:

@@ -4,10 +4,22 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
-from frontdesk.store.base import SessionInfo, encode_events, encode_state, program_of, utc_now
+from frontdesk.store.base import (
+    DEFAULT_LOCK_TIMEOUT,
+    ConflictError,
+    LockTimeout,
+    SessionInfo,
+    encode_events,
+    encode_state,
+    program_of,
+    renumber,
+    utc_now,
+)
 
 
 @dataclass
@@ -18,6 +30,7 @@ class _StoredSession:
     state_json: str | None = None
     program: str = ""
     event_jsons: list[str] = field(default_factory=list)
+    version: int = 0
 
 
 class MemorySessionStore:
@@ -27,6 +40,7 @@ class MemorySessionStore:
         self._sessions: dict[str, _StoredSession] = {}
         self._touch_counter = 0
         self._lock = threading.Lock()
+        self._session_locks: dict[str, threading.Lock] = {}
 
     def __repr__(self) -> str:
         return f"MemorySessionStore({len(self._sessions)} sessions)"
@@ -38,28 +52,60 @@ class MemorySessionStore:
                 return None
             return json.loads(session.state_json)
 
-    def save(self, session_id: str, state: dict) -> None:
-        state_json = encode_state(session_id, state)
+    def load_versioned(self, session_id: str) -> tuple[dict | None, int]:
         with self._lock:
-            session = self._touch(session_id)
-            session.state_json = state_json
-            session.program = program_of(state)
+            session = self._sessions.get(session_id)
+            if session is None:
+                return None, 0
+            return (json.loads(session.state_json) if session.state_json is not None else None), session.version
+
+    def save(self, session_id: str, state: dict) -> None:
+        self.save_turn(session_id, state, [])
 
     def append_events(self, session_id: str, events: list[dict]) -> None:
         event_jsons = encode_events(session_id, events)
         if not event_jsons:
             return
         with self._lock:
-            self._touch(session_id).event_jsons.extend(event_jsons)
+            session = self._touch(session_id)
+            session.event_jsons.extend(text for _, text in renumber(event_jsons, len(session.event_jsons)))
 
-    def save_turn(self, session_id: str, state: dict, events: list[dict]) -> None:
+    def save_turn(self, session_id: str, state: dict, events: list[dict],
+                  expected_version: int | None = None) -> int:
         state_json = encode_state(session_id, state)  # both encoded first: a bad value changes nothing
         event_jsons = encode_events(session_id, events)
         with self._lock:
+            current = self._sessions.get(session_id)
+            version = current.version if current is not None else 0
+            if expected_version is not None and expected_version != version:
+                raise ConflictError(f"session {session_id!r} is at version {version}, not {expected_version}: "
+                                    "someone else saved it since it was loaded")
             session = self._touch(session_id)
             session.state_json = state_json
             session.program = program_of(state)
-            session.event_jsons.extend(event_jsons)
+            session.event_jsons.extend(text for _, text in renumber(event_jsons, len(session.event_jsons)))
+            session.version = version + 1
+            return session.version
+
+    @contextmanager
+    def lock(self, session_id: str, timeout: float = DEFAULT_LOCK_TIMEOUT) -> Iterator[None]:
+        """The session's lock: a threading lock, so exclusive among the threads of this process."""
+        with self._lock:
+            session_lock = self._session_locks.setdefault(session_id, threading.Lock())
+        if not session_lock.acquire(timeout=max(timeout, 0)):
+            raise LockTimeout(f"session {session_id!r} is busy: its lock was not free within {timeout} s")
+        try:
+            yield
+        finally:
+            session_lock.release()
+
+    def expire_idle(self, older_than: float) -> int:
+        cutoff = utc_now() - timedelta(seconds=older_than)
+        with self._lock:
+            idle = [sid for sid, s in self._sessions.items() if s.updated_at < cutoff]
+            for sid in idle:
+                del self._sessions[sid]
+            return len(idle)
 
     def events(self, session_id: str) -> list[dict]:
         with self._lock:
@@ -77,6 +123,15 @@ class MemorySessionStore:
     def delete(self, session_id: str) -> None:
         with self._lock:
             self._sessions.pop(session_id, None)
+
+    def memory_store(self):
+        """Persistent memory kept as long as this store (one for every caller of this store)."""
+        from frontdesk.store.longterm import DictMemoryStore
+
+        with self._lock:
+            if getattr(self, "_memory", None) is None:
+                self._memory = DictMemoryStore()
+            return self._memory
 
     def close(self) -> None:
         pass

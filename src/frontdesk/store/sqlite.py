@@ -8,12 +8,27 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 
-from frontdesk.store.base import SessionInfo, StoreError, encode_events, encode_state, program_of, utc_now
+from frontdesk.store.base import (
+    DEFAULT_LOCK_LEASE,
+    DEFAULT_LOCK_TIMEOUT,
+    ConflictError,
+    LeaseKeeper,
+    LockTimeout,
+    SessionInfo,
+    StoreError,
+    encode_events,
+    encode_state,
+    holder_is_dead,
+    lock_token,
+    program_of,
+    renumber,
+    utc_now,
+)
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: sessions.version and the session_locks table
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
     id TEXT PRIMARY KEY,
@@ -21,7 +36,8 @@ CREATE TABLE IF NOT EXISTS sessions (
     program TEXT NOT NULL DEFAULT '',
     created_at TEXT NOT NULL,
     updated_at TEXT NOT NULL,
-    touched INTEGER NOT NULL
+    touched INTEGER NOT NULL,
+    version INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS sessions_by_touched ON sessions (touched);
 CREATE TABLE IF NOT EXISTS events (
@@ -29,6 +45,11 @@ CREATE TABLE IF NOT EXISTS events (
     seq INTEGER NOT NULL,
     event TEXT NOT NULL,
     PRIMARY KEY (session_id, seq)
+);
+CREATE TABLE IF NOT EXISTS session_locks (
+    session_id TEXT PRIMARY KEY,
+    token TEXT NOT NULL,
+    expires REAL NOT NULL
 );
 """
 _BUSY_TIMEOUT_SECONDS = 5.0
@@ -81,6 +102,8 @@ class SqliteSessionStore:
                     f"session store {self.path} was written by a newer Frontdesk (schema {version}, "
                     f"this one knows {SCHEMA_VERSION})"
                 )
+            if version == 1:  # a store written before sessions had versions
+                db.execute("ALTER TABLE sessions ADD COLUMN version INTEGER NOT NULL DEFAULT 0")
             for statement in _SCHEMA.split(";"):
                 if statement.strip():
                     db.execute(statement)
@@ -96,10 +119,15 @@ class SqliteSessionStore:
             return None
         return json.loads(row[0])
 
+    def load_versioned(self, session_id: str) -> tuple[dict | None, int]:
+        with self._transaction() as db:
+            row = db.execute("SELECT state, version FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        if row is None:
+            return None, 0
+        return (json.loads(row[0]) if row[0] is not None else None), row[1]
+
     def save(self, session_id: str, state: dict) -> None:
-        state_json = encode_state(session_id, state)
-        with self._transaction(write=True) as db:
-            self._write_state(db, session_id, state, state_json)
+        self.save_turn(session_id, state, [])
 
     def append_events(self, session_id: str, events: list[dict]) -> None:
         event_jsons = encode_events(session_id, events)
@@ -108,27 +136,83 @@ class SqliteSessionStore:
         with self._transaction(write=True) as db:
             self._write_events(db, session_id, event_jsons)
 
-    def save_turn(self, session_id: str, state: dict, events: list[dict]) -> None:
-        """The state after a turn and the turn's events, in one transaction: both or neither."""
+    def save_turn(self, session_id: str, state: dict, events: list[dict],
+                  expected_version: int | None = None) -> int:
+        """The state after a turn and the turn's events, in one transaction: both or neither.
+        ConflictError (nothing written) when `expected_version` is given and the session moved on."""
         state_json = encode_state(session_id, state)
         event_jsons = encode_events(session_id, events)
         with self._transaction(write=True) as db:
-            self._write_state(db, session_id, state, state_json)
+            row = db.execute("SELECT version FROM sessions WHERE id = ?", (session_id,)).fetchone()
+            version = row[0] if row is not None else 0
+            if expected_version is not None and expected_version != version:
+                raise ConflictError(f"session {session_id!r} is at version {version}, not {expected_version}: "
+                                    "someone else saved it since it was loaded")
+            self._touch(db, session_id)
+            db.execute("UPDATE sessions SET state = ?, program = ?, version = ? WHERE id = ?",
+                       (state_json, program_of(state), version + 1, session_id))
             if event_jsons:
                 self._write_events(db, session_id, event_jsons)
-
-    def _write_state(self, db, session_id: str, state: dict, state_json: str) -> None:
-        self._touch(db, session_id)
-        db.execute("UPDATE sessions SET state = ?, program = ? WHERE id = ?",
-                   (state_json, program_of(state), session_id))
+        return version + 1
 
     def _write_events(self, db, session_id: str, event_jsons: list[str]) -> None:
         self._touch(db, session_id)
         last = db.execute("SELECT COALESCE(MAX(seq), 0) FROM events WHERE session_id = ?", (session_id,)).fetchone()[0]
         db.executemany(
             "INSERT INTO events (session_id, seq, event) VALUES (?, ?, ?)",
-            [(session_id, last + offset, text) for offset, text in enumerate(event_jsons, start=1)],
+            [(session_id, seq, text) for seq, text in renumber(event_jsons, last)],
         )
+
+    @contextmanager
+    def lock(self, session_id: str, timeout: float = DEFAULT_LOCK_TIMEOUT,
+             lease: float = DEFAULT_LOCK_LEASE) -> Iterator[None]:
+        """The session's lock, a row in session_locks: exclusive across threads and processes. Its holder
+        renews the lease while it holds it; a row whose lease ran out, or whose holder process on this
+        machine is gone (a crash, SIGKILL), is taken over."""
+        token = lock_token()
+        deadline = time.monotonic() + timeout
+        pause = 0.002
+        while True:
+            with self._transaction(write=True) as db:
+                now = time.time()
+                db.execute("DELETE FROM session_locks WHERE session_id = ? AND expires < ?", (session_id, now))
+                db.execute("INSERT OR IGNORE INTO session_locks (session_id, token, expires) VALUES (?, ?, ?)",
+                           (session_id, token, now + lease))
+                held = db.execute("SELECT token FROM session_locks WHERE session_id = ?", (session_id,)).fetchone()
+                if held is not None and held[0] != token and holder_is_dead(held[0]):
+                    db.execute("UPDATE session_locks SET token = ?, expires = ? WHERE session_id = ? AND token = ?",
+                               (token, now + lease, session_id, held[0]))
+                    held = (token,)
+            if held is not None and held[0] == token:
+                break
+            if time.monotonic() >= deadline:
+                raise LockTimeout(f"session {session_id!r} is busy: its lock was not free within {timeout} s")
+            time.sleep(pause)
+            pause = min(pause * 2, 0.05)
+
+        def renew() -> bool:
+            with self._transaction(write=True) as db:
+                return db.execute("UPDATE session_locks SET expires = ? WHERE session_id = ? AND token = ?",
+                                  (time.time() + lease, session_id, token)).rowcount == 1
+
+        try:
+            with LeaseKeeper(renew, lease):
+                yield
+        finally:
+            try:
+                with self._transaction(write=True) as db:
+                    db.execute("DELETE FROM session_locks WHERE session_id = ? AND token = ?", (session_id, token))
+            except StoreError:
+                pass  # closed store: the lease lapses by itself
+
+    def expire_idle(self, older_than: float) -> int:
+        cutoff = (utc_now() - timedelta(seconds=older_than)).isoformat()
+        with self._transaction(write=True) as db:
+            idle = [row[0] for row in db.execute("SELECT id FROM sessions WHERE updated_at < ?", (cutoff,))]
+            for session_id in idle:
+                db.execute("DELETE FROM events WHERE session_id = ?", (session_id,))
+                db.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+        return len(idle)
 
     def events(self, session_id: str) -> list[dict]:
         with self._transaction() as db:
@@ -154,6 +238,12 @@ class SqliteSessionStore:
         with self._transaction(write=True) as db:
             db.execute("DELETE FROM events WHERE session_id = ?", (session_id,))
             db.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+
+    def memory_store(self):
+        """Persistent memory in the same SQLite file (its own table), so it outlives the process."""
+        from frontdesk.store.longterm import SqliteMemoryStore
+
+        return SqliteMemoryStore(self.path)
 
     def close(self) -> None:
         with self._lock:

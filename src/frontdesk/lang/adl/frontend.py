@@ -23,6 +23,7 @@ from frontdesk.ir.models import (
 )
 
 from . import codes
+from .policy_text import read_policy
 from .scope import AgentFacts, ProgramScope, collect_called_names, is_name, is_phrase_name, reference_form
 from .steps import StepLowering, begin_block_names, inner_span, name_value_pairs, strip_fullwidth_marker
 from .tools import ToolCatalog
@@ -334,7 +335,7 @@ class AdlLowering:
             if guess:
                 self.bag.warning(codes.POLICY_TYPO, f"{what} '{stripped}' is not an agent, so it is read as an instruction",
                                  node.span, hint=f"did you mean '{guess}'?")
-        return Policy(kind="text", value=text)
+        return Policy(kind="text", value=text, inactivity=read_policy(text))
 
     # -- kb agents ---------------------------------------------------------------------------------
 
