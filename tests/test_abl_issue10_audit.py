@@ -491,3 +491,39 @@ def test_on_start_calls_its_tool_before_it_sets_and_speaks(tmp_path):
     chat = Chat(tmp_path, {"g.agent.abl": GREETER}, {"load_profile": {"name": "Ana"}})
     assert chat.tools.calls == [("load_profile", {"user": "u1"})]
     assert chat.opening == ["Hello Ana.", "greeted=True"]
+
+
+PICKER = """AGENT: Picker
+GOAL: "Pick a city"
+FLOW:
+  ask:
+    RESPOND: "Where to?"
+      ACTIONS:
+        - BUTTON: "New York"
+          ID: nyc
+          VALUE: "NYC"
+        - SELECT: "Other"
+          ID: other
+          OPTIONS:
+            - { id: "LAX", label: "Los Angeles" }
+    THEN: COMPLETE
+"""
+
+
+def test_respond_actions_go_out_with_the_message_and_actions_beside_respond_are_flagged(tmp_path):
+    (tmp_path / "picker.agent.abl").write_text(PICKER, encoding="utf-8")
+    program, diags = load_abl(tmp_path / "picker.agent.abl")
+    assert program is not None and not [d for d in diags if d.is_error]
+    first = Engine(program, None, MemorySessionStore()).start()
+    [message] = first.messages
+    assert message.text == "Where to?"
+    assert [(a["kind"], a["id"], a.get("send")) for a in message.actions] == [("button", "nyc", "NYC"),
+                                                                            ("select", "other", None)]
+    assert message.actions[1]["options"] == [{"id": "LAX", "label": "Los Angeles"}]
+    said = [e for e in first.events if e.type == "bot_message"]
+    assert said[0].data["actions"] == message.actions
+    beside = PICKER.replace('    RESPOND: "Where to?"\n      ACTIONS:', '    RESPOND: "Where to?"\n    ACTIONS:')
+    beside = beside.replace("\n          ", "\n        ").replace("\n            - {", "\n          - {")
+    (tmp_path / "picker.agent.abl").write_text(beside, encoding="utf-8")
+    _, diags = load_abl(tmp_path / "picker.agent.abl")
+    assert [(d.code, d.span.line) for d in diags if "ACTIONS" in d.message] == [("ABL109", 6)]

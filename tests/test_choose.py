@@ -38,3 +38,16 @@ def test_configured_endpoint_wins_and_embeddings_join_it(nothing_local, monkeypa
     monkeypatch.setattr(choose, "_local_understanding", lambda: (marker, None))
     models = choose_models(Program(language="adl"), "auto")
     assert models.llm.name.startswith("openai:") and models.understanding is marker
+
+
+def test_no_llm_with_embeddings_routes_by_the_local_model_alone(nothing_local, monkeypatch):
+    marker = object()
+    monkeypatch.setattr(choose, "_local_understanding", lambda: (marker, "embedder"))
+    models = choose_models(Program(language="adl"), "none", embeddings=True)
+    assert models.llm is None and models.understanding is marker and models.embedder == "embedder"
+    assert choose_models(Program(language="adl"), "none").understanding is None  # not asked for
+
+
+def test_no_llm_with_embeddings_but_no_local_models_says_what_to_install(nothing_local):
+    with pytest.raises(ModelChoiceError, match="frontdesk\\[local\\]"):
+        choose_models(Program(language="adl"), "none", embeddings=True)

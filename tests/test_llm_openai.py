@@ -244,6 +244,23 @@ def test_server_error_then_success_recovers(server):
     assert len(server.requests) == 2
 
 
+def test_rate_limits_are_retried_with_backoff_then_recover(server):
+    # 429 with Retry-After is waited out and tried again, as a 5xx is
+    server.behaviour = lambda body, attempt: (
+        (429, {"error": {"message": "slow down"}}, {"retry-after-ms": "1"}) if attempt <= 2
+        else (200, completion(content="after the wait"), {})
+    )
+    response = make_provider(server, max_retries=3).complete(user_request())
+    assert response.content == "after the wait" and len(server.requests) == 3
+
+
+def test_rate_limits_that_persist_become_an_llm_error(server):
+    server.behaviour = lambda body, attempt: (429, {"error": {"message": "quota exceeded"}}, {"retry-after-ms": "1"})
+    with pytest.raises(LLMError, match="429") as caught:
+        make_provider(server, max_retries=2).complete(user_request())
+    assert len(server.requests) == 3 and "quota exceeded" in str(caught.value)
+
+
 @pytest.mark.parametrize(
     ("status", "expected"),
     [(401, "API key"), (404, "test-model"), (400, "HTTP 400")],

@@ -91,7 +91,12 @@ def choose_models(program: Program, mode: Mode = "auto", script: Path | None = N
                 raise ModelChoiceError(f"embeddings need the local models: {INSTALL_LOCAL}")
         return models
     if mode == "none":
-        return Models(None, notes=["no LLM: only steps that need no model will work"])
+        models = Models(None, notes=["no LLM: only steps that need no model will work"])
+        if embeddings:  # --llm none --embeddings: routing and conditions by the local embedding model alone
+            models.understanding, models.embedder = _local_understanding()
+            if models.understanding is None:
+                raise ModelChoiceError(f"embeddings need the local models: {INSTALL_LOCAL}")
+        return models
     remote = provider_from_config(program.settings.llm or None) if mode in ("auto", "openai") else None
     if mode == "openai" and remote is None:
         raise ModelChoiceError(f"no OpenAI-compatible endpoint is configured: {CONFIGURE_ENDPOINT}")

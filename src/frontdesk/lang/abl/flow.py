@@ -280,6 +280,9 @@ def _compile_step(b: _FlowBuilder, name: str, node: Node, after: str) -> None:
             ctx.error(codes.KEYWORD_CASE, f"'{child.key}' must be written in capitals in an .abl file", child,
                       f"write {key}:")
         props[key] = child
+    if "ACTIONS" in props:  # 3.13.5: ACTIONS belong to the RESPOND they are shown with
+        ctx.warning(codes.IGNORED, "ACTIONS beside RESPOND show nothing: buttons belong to the message they "
+                    "are shown with", props["ACTIONS"], "indent ACTIONS: under the step's RESPOND:")
     kept = {k.lower(): ctx.data(v) for k, v in props.items() if k in _KEPT_AS_DATA}
     if kept:  # what the runtime of ABL steps will read (issue 10): kept as written
         b.rules.metadata.setdefault("steps", {})[name] = kept
