@@ -324,6 +324,25 @@ def test_a_store_that_fails_while_saving_a_turn_keeps_the_previous_turn(tmp_path
     assert retried.json()["replayed"] is False  # the first attempt left nothing to replay
 
 
+def test_a_save_that_finds_the_session_changed_is_409_and_writes_nothing(tmp_path):
+    from frontdesk.store.base import ConflictError
+
+    folder = write(tmp_path / "desk", versioned("v1"))
+    store = FlakyStore(tmp_path / "s.sqlite3")
+    client = client_for({"desk": folder}, store=store)
+    sid = client.post("/v1/sessions", json={"program": "desk"}, headers=H).json()["session_id"]
+    before = store.load_versioned(sid)
+
+    def conflicting_save(*args, **kwargs):
+        raise ConflictError("session is at version 9, not 1")
+
+    store.save_turn = conflicting_save
+    answer = client.post(f"/v1/sessions/{sid}/messages", json={"text": "hi"}, headers=H)
+    assert answer.status_code == 409 and answer.headers["retry-after"] == "1"
+    assert "changed" in answer.json()["error"]
+    assert store.load_versioned(sid) == before
+
+
 def test_idle_sessions_expire_on_the_servers_schedule(tmp_path):
     folder = write(tmp_path / "desk", versioned("v1"))
     store = MemorySessionStore()

@@ -30,7 +30,7 @@ from frontdesk.server.auth import ServerSettings
 from frontdesk.server.observability import Observability
 from frontdesk.server.web import mount_web
 from frontdesk.server.models import CreateSession, ProgramOut, ReloadOut, SendMessage, SessionOut, TurnOut
-from frontdesk.store.base import LockTimeout, SessionStore, StoreError
+from frontdesk.store.base import ConflictError, LockTimeout, SessionStore, StoreError
 
 SYSTEM_KEY = "http_api"  # where the server keeps its per-session bookkeeping in state.system
 
@@ -289,6 +289,17 @@ def create_app(programs: Mapping[str, Program] | Iterable[tuple[str, Program]], 
     async def _http(request: Request, exc: StarletteHTTPException):
         return JSONResponse({"error": str(exc.detail), "detail": None}, status_code=exc.status_code,
                             headers=getattr(exc, "headers", None))
+
+    @app.exception_handler(ConflictError)
+    async def _conflict(request: Request, exc: ConflictError):
+        # another writer saved the session between this turn's load and save: nothing of it was written
+        return JSONResponse({"error": "the session changed while this message was being answered; retry it",
+                             "detail": str(exc)}, status_code=409, headers={"Retry-After": "1"})
+
+    @app.exception_handler(LockTimeout)
+    async def _busy(request: Request, exc: LockTimeout):
+        return JSONResponse({"error": "the session is busy with another message; retry shortly",
+                             "detail": str(exc)}, status_code=409, headers={"Retry-After": "1"})
 
     @app.exception_handler(StoreError)
     async def _store_down(request: Request, exc: StoreError):
