@@ -333,15 +333,7 @@ class Engine:
         dropped = ctx.log.truncate(heard)
         ctx.log.emit("turn_preempted", None, dropped_events=dropped,
                      reason="a newer message of the session arrived before this turn had done anything lasting")
-        if state.status == "active":
-            state.status = "waiting"
-        state.event_seq = ctx.log.next_seq
-        held = _HELD.get()
-        expected = {"expected_version": held[1]} if held and held[0] == state.session_id and held[1] is not None else {}
-        self.store.save_turn(state.session_id, state.model_dump(mode="json"),
-                             [e.model_dump(mode="json") for e in ctx.log.events], **expected)
-        active = next((f.agent for f in reversed(state.stack) if f.graph == "main"), None)
-        return TurnResult(state.session_id, [], ctx.log.events, state.ended, active, preempted=True)
+        return self._save(state, ctx, [], preempted=True)
 
     def _adopt_program(self, ctx: TurnContext) -> None:
         """The program changed since the session's last turn: keep the session where its frames
@@ -409,6 +401,12 @@ class Engine:
                      completion_tokens=state.tokens["completion"] - before.get("completion", 0),
                      status=state.status)
         bound_history(state)
+        return self._save(state, ctx, sent)
+
+    def _save(self, state: SessionState, ctx: TurnContext, sent: list[BotMessage],
+              preempted: bool = False) -> TurnResult:
+        """Store the session after a turn with the turn's events, in one write; when this thread holds the
+        session (hold_session), the write expects the version seen when it was taken."""
         if state.status == "active":
             state.status = "waiting"  # for the user's next message
         state.event_seq = ctx.log.next_seq
@@ -417,7 +415,7 @@ class Engine:
         self.store.save_turn(state.session_id, state.model_dump(mode="json"),
                              [e.model_dump(mode="json") for e in ctx.log.events], **expected)
         active = next((f.agent for f in reversed(state.stack) if f.graph == "main"), None)
-        return TurnResult(state.session_id, sent, ctx.log.events, state.ended, active)
+        return TurnResult(state.session_id, sent, ctx.log.events, state.ended, active, preempted=preempted)
 
     def drive_task(self, ctx: TurnContext) -> ChildResult | None:
         """Drive a fan_out task's own stack (its own context, see runtime/fanout.py) with the same loop
