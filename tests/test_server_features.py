@@ -353,3 +353,16 @@ def test_idle_sessions_expire_on_the_servers_schedule(tmp_path):
             time.sleep(0.2)
         assert store.load(sid) is None
         assert client.get(f"/v1/sessions/{sid}", headers=H).status_code == 404
+
+
+def test_a_restarted_server_runs_the_inactivity_rules_of_the_sessions_it_finds(tmp_path):
+    folder = write(tmp_path / "idle", IDLE)
+    store = SqliteSessionStore(tmp_path / "s.sqlite3")
+    before = client_for({"idle": folder}, store=store, inactivity_tick=0)  # a server that stopped
+    sid = before.post("/v1/sessions", json={"program": "idle"}, headers=H).json()["session_id"]
+    with client_for({"idle": folder}, store=SqliteSessionStore(tmp_path / "s.sqlite3"), inactivity_tick=0.1):
+        deadline = time.time() + 20
+        while store.load(sid)["status"] != "ended" and time.time() < deadline:
+            time.sleep(0.2)
+    actions = [e["data"]["action"] for e in store.events(sid) if e["type"] == "inactivity"]
+    assert actions in (["remind", "end"], ["end"])  # the good-bye comes, whenever the new server looked

@@ -243,6 +243,9 @@ def create_app(programs: Mapping[str, Program] | Iterable[tuple[str, Program]], 
     async def lifespan(_app: FastAPI):
         tasks = []
         if settings.inactivity_tick > 0:
+            if any(longest_silence(e.program) > 0 for e in engines.values()):
+                with contextlib.suppress(StoreError):
+                    await anyio.to_thread.run_sync(watch_stored)
             tasks.append(asyncio.create_task(_inactivity_timer()))
         if settings.expire_idle_after > 0:
             tasks.append(asyncio.create_task(_expire_idle()))
@@ -495,13 +498,27 @@ def create_app(programs: Mapping[str, Program] | Iterable[tuple[str, Program]], 
     def preempt_check(newer: threading.Event) -> Callable[[], bool] | None:
         return newer.is_set if settings.strategy == "preemptive" else None
 
+    def longest_silence(program: Program) -> float:
+        """The longest delay of the program's inactivity rules (0: it has none)."""
+        delays = [r.after for a in program.agents.values() for p in (a.exit, a.fallback) if p for r in p.inactivity]
+        delays += [float(a.rules.execution.session_timeout) for a in program.agents.values()
+                   if a.rules is not None and getattr(a.rules.execution, "session_timeout", None)]
+        return max(delays, default=0.0)
+
     def watch(session_id: str, engine: Engine) -> None:
         """Look at the session on the inactivity timer if its program has inactivity rules."""
-        if settings.inactivity_tick > 0 and any(
-                (a.exit and a.exit.inactivity) or (a.fallback and a.fallback.inactivity)
-                or (a.rules is not None and getattr(a.rules.execution, "session_timeout", None))
-                for a in engine.program.agents.values()):
+        if settings.inactivity_tick > 0 and longest_silence(engine.program) > 0:
             idle_sessions[session_id] = 0.0
+
+    def watch_stored() -> None:
+        """After a (re)start: the stored sessions of programs with inactivity rules that may still have a
+        rule to run (written to within the longest delay) go back on the timer."""
+        now = time.time()
+        for info in store.list_sessions():
+            engine = engines.get(info.program)
+            silence = longest_silence(engine.program) if engine is not None else 0.0
+            if silence > 0 and now - info.updated_at.timestamp() <= silence + 60:
+                idle_sessions[info.id] = 0.0
 
     def run_idle(session_id: str) -> TurnResult | None:
         """The due inactivity rule of one session, if any (under its lock, taken only if free now)."""
