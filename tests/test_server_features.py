@@ -366,3 +366,23 @@ def test_a_restarted_server_runs_the_inactivity_rules_of_the_sessions_it_finds(t
             time.sleep(0.2)
     actions = [e["data"]["action"] for e in store.events(sid) if e["type"] == "inactivity"]
     assert actions in (["remind", "end"], ["end"])  # the good-bye comes, whenever the new server looked
+
+
+def test_a_huge_request_body_is_refused_before_it_is_read(tmp_path):
+    folder = write(tmp_path / "desk", versioned("v1"))
+    client = client_for({"desk": folder}, max_message_chars=100)
+    sid = client.post("/v1/sessions", json={"program": "desk"}, headers=H).json()["session_id"]
+    huge = json.dumps({"text": "x" * 50_000})
+    declared = client.post(f"/v1/sessions/{sid}/messages", content=huge,
+                           headers={**H, "Content-Type": "application/json"})
+    assert declared.status_code == 413 and "larger than" in declared.json()["error"]
+
+    def chunks():  # no Content-Length: counted as it arrives
+        for _ in range(50):
+            yield b"x" * 1000
+
+    streamed = client.post(f"/v1/sessions/{sid}/messages", content=chunks(),
+                           headers={**H, "Content-Type": "application/json"})
+    assert streamed.status_code == 413
+    ok = client.post(f"/v1/sessions/{sid}/messages", json={"text": "hi"}, headers=H)
+    assert ok.status_code == 200 and texts(ok.json()) == ["Goodbye from v1."]

@@ -275,6 +275,8 @@ def create_app(programs: Mapping[str, Program] | Iterable[tuple[str, Program]], 
     observability.install(app)
     app.state.observability = observability
     mount_web(app)
+    # a request body is JSON around one message: far past that, it is refused before it is read whole
+    app.add_middleware(BodyLimit, limit=settings.max_message_chars * 6 + 16_384)
 
     # ---- errors: always JSON {error, detail}; bad input is a 4xx with the reason ----------------
 
@@ -641,6 +643,58 @@ def create_app(programs: Mapping[str, Program] | Iterable[tuple[str, Program]], 
         return {"session_id": session_id, "events": events}
 
     return app
+
+
+class BodyLimit:
+    """ASGI middleware: a request whose body (as declared, or as it arrives) is larger than `limit`
+    bytes gets 413 without the rest of it being read."""
+
+    def __init__(self, app: Any, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.limit:
+            await self._refuse(send)
+            return
+        if scope.get("method") not in ("POST", "PUT", "PATCH"):
+            await self.app(scope, receive, send)
+            return
+        # read the body here (it is small or refused): past the limit, answer 413 and read no more
+        chunks, seen = [], 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":  # the client went away
+                return
+            chunk = message.get("body", b"")
+            seen += len(chunk)
+            if seen > self.limit:
+                await self._refuse(send)
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        replayed = False
+
+        async def replay() -> dict:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+    async def _refuse(self, send: Callable) -> None:
+        body = json.dumps({"error": f"the request body is larger than {self.limit} bytes",
+                           "detail": {"limit": self.limit}}).encode()
+        await send({"type": "http.response.start", "status": 413,
+                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+        await send({"type": "http.response.body", "body": body})
 
 
 def _sse(kind: str, data: Any) -> bytes:
