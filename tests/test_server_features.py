@@ -95,6 +95,22 @@ def test_a_changed_program_is_picked_up_when_a_session_starts(tmp_path):
     assert texts(client.post("/v1/sessions", json={"program": "desk"}, headers=H).json()) == ["Hello from v2."]
 
 
+def test_a_session_finishes_on_its_version_in_another_process_that_loaded_a_newer_one(tmp_path):
+    # two servers on one store, as after a restart or in a rolling deploy: the second was started with
+    # v2 only, and still runs the session begun on v1 on v1 (its IR is kept in the store)
+    folder = write(tmp_path / "desk", versioned("v1"))
+    store_path = tmp_path / "s.sqlite3"
+    first = client_for({"desk": folder}, store=SqliteSessionStore(store_path))
+    old = first.post("/v1/sessions", json={"program": "desk"}, headers=H).json()["session_id"]
+    write(folder, versioned("v2"))
+    second = client_for({"desk": folder}, store=SqliteSessionStore(store_path))
+    assert texts(second.post("/v1/sessions", json={"program": "desk"}, headers=H).json()) == ["Hello from v2."]
+    answer = second.post(f"/v1/sessions/{old}/messages", json={"text": "hi"}, headers=H).json()
+    assert texts(answer) == ["Goodbye from v1."]
+    assert "the program changed" not in json.dumps(answer["events"])
+    assert len(second.get("/v1/programs", headers=H).json()[0]["loaded_versions"]) == 2
+
+
 def test_a_broken_program_is_not_loaded_and_the_running_version_stays(tmp_path):
     folder = write(tmp_path / "desk", versioned("v1"))
     client = client_for({"desk": folder}, sources={"desk": folder})

@@ -88,7 +88,7 @@ def url(kind, request, tmp_path):
     import psycopg
 
     with psycopg.connect(base, autocommit=True) as db:  # each test starts from empty tables
-        db.execute("DROP TABLE IF EXISTS frontdesk_sessions, frontdesk_events")
+        db.execute("DROP TABLE IF EXISTS frontdesk_sessions, frontdesk_events, frontdesk_programs, frontdesk_memory")
     return base
 
 
@@ -244,6 +244,15 @@ def test_the_lock_of_a_killed_process_is_taken_at_once(stores, kind, url, tmp_pa
     assert done.stdout.strip() == "held" and done.returncode == -9, done.stderr
     with stores().lock("s1", timeout=5):  # a LockTimeout here means it waited for the lease
         pass
+
+
+def test_program_versions_are_kept_for_every_handle(stores):
+    first, second = stores(), stores()
+    assert first.load_program("abc123") is None
+    first.save_program("abc123", '{"entry": "main"}')
+    first.save_program("abc123", '{"entry": "changed"}')  # a digest names one IR: the first stays
+    assert second.load_program("abc123") == '{"entry": "main"}'
+    assert second.expire_idle(0) == 0 and second.load_program("abc123") == '{"entry": "main"}'
 
 
 def test_persistent_memory_by_scope_is_kept_where_the_sessions_are(stores):

@@ -114,15 +114,17 @@ class _ServerHook:
 
 class ProgramVersions:
     """The loaded versions of each served program (name -> digest -> Engine) and the one new sessions
-    start on. A session runs on the version it started with while this process has it."""
+    start on. Each version's IR is kept in the session store, so a session runs on the version it started
+    with in any process, and after a restart."""
 
     CHECK_EVERY = 1.0  # seconds between looks at a program's files for changes
 
     def __init__(self, programs: Mapping[str, Program], make_engine: Callable[[str, Program], Engine],
-                 sources: Mapping[str, str | Path]) -> None:
+                 sources: Mapping[str, str | Path], store: SessionStore | None = None) -> None:
         self._make = make_engine
+        self._store = store
         self._sources = {name: Path(path) for name, path in sources.items()}
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self._by_digest: dict[str, dict[str, Engine]] = {}
         self.current: dict[str, Engine] = {}
         self._stamps: dict[str, tuple] = {}
@@ -135,10 +137,31 @@ class ProgramVersions:
     def _add(self, name: str, engine: Engine) -> None:
         self._by_digest.setdefault(name, {}).setdefault(engine.digest, engine)
         self.current[name] = self._by_digest[name][engine.digest]
+        if self._store is not None:  # any process (or this one after a restart) can run its sessions
+            with contextlib.suppress(StoreError):  # the store is down: kept at the next load of the version
+                self._store_call("save_program", engine.digest, engine.program.model_dump_json())
 
     def engine(self, name: str, digest: str) -> Engine | None:
+        """The engine of version `digest` of program `name`: loaded here, or read back from the store (a
+        version another process loaded, or this one before a restart); else the current version's."""
         found = self._by_digest.get(name, {})
+        if digest and digest not in found and name in self.current and self._store is not None:
+            with self._lock:
+                if digest not in self._by_digest.get(name, {}):
+                    kept = self._store_call("load_program", digest)
+                    if kept:
+                        try:
+                            program = Program.model_validate_json(kept)
+                        except ValueError:
+                            program = None  # an IR this version of Frontdesk cannot read
+                        if program is not None and Engine.digest_of(program) == digest:
+                            self._by_digest[name][digest] = self._make(name, program)
+            found = self._by_digest.get(name, {})
         return found.get(digest) or self.current.get(name)
+
+    def _store_call(self, method: str, *args):
+        call = getattr(self._store, method, None)
+        return call(*args) if callable(call) else None
 
     def digests(self, name: str) -> list[str]:
         return list(self._by_digest.get(name, {}))
@@ -234,7 +257,7 @@ def create_app(programs: Mapping[str, Program] | Iterable[tuple[str, Program]], 
             engine.subscribe(factory(name))
         return engine
 
-    versions = ProgramVersions(named, make_engine, sources or {})
+    versions = ProgramVersions(named, make_engine, sources or {}, store)
     engines = versions.current  # name -> the engine of the version new sessions start on
     running: dict[str, threading.Event] = {}  # session id -> "a newer message arrived" (preemptive)
     idle_sessions: dict[str, float] = {}  # sessions this process served -> when to look at them again

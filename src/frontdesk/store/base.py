@@ -122,6 +122,15 @@ class SessionStore(Protocol):
         """Delete the sessions not updated for `older_than` seconds; how many were deleted."""
         ...
 
+    def save_program(self, digest: str, ir_json: str) -> None:
+        """Keep a program version's IR (its digest is what sessions record), so that any process can run a
+        session on the version it started with; saving a digest again changes nothing."""
+        ...
+
+    def load_program(self, digest: str) -> str | None:
+        """The IR (JSON) of a program version saved before, or None."""
+        ...
+
     def memory_store(self):
         """Persistent memory by scope (frontdesk.store.longterm.MemoryStore) kept where the sessions are."""
         ...

@@ -124,6 +124,15 @@ class MemorySessionStore:
         with self._lock:
             self._sessions.pop(session_id, None)
 
+    def save_program(self, digest: str, ir_json: str) -> None:
+        with self._lock:
+            self._programs = getattr(self, "_programs", {})
+            self._programs.setdefault(digest, ir_json)
+
+    def load_program(self, digest: str) -> str | None:
+        with self._lock:
+            return getattr(self, "_programs", {}).get(digest)
+
     def memory_store(self):
         """Persistent memory kept as long as this store (one for every caller of this store)."""
         from frontdesk.store.longterm import DictMemoryStore

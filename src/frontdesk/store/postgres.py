@@ -48,6 +48,11 @@ CREATE TABLE IF NOT EXISTS frontdesk_events (
     event TEXT NOT NULL,
     PRIMARY KEY (session_id, seq)
 );
+CREATE TABLE IF NOT EXISTS frontdesk_programs (
+    digest TEXT PRIMARY KEY,
+    ir TEXT NOT NULL,
+    stored_at TIMESTAMPTZ NOT NULL
+);
 CREATE TABLE IF NOT EXISTS frontdesk_memory (
     scope TEXT NOT NULL,
     owner TEXT NOT NULL,
@@ -233,6 +238,16 @@ class PostgresSessionStore:
                 self._idle.append(connection)
                 return
         connection.close()
+
+    def save_program(self, digest: str, ir_json: str) -> None:
+        with self._transaction() as db:
+            db.execute("INSERT INTO frontdesk_programs (digest, ir, stored_at) VALUES (%s, %s, %s) "
+                       "ON CONFLICT (digest) DO NOTHING", (digest, ir_json, utc_now()))
+
+    def load_program(self, digest: str) -> str | None:
+        with self._transaction() as db:
+            row = db.execute("SELECT ir FROM frontdesk_programs WHERE digest = %s", (digest,)).fetchone()
+        return row[0] if row else None
 
     def memory_store(self) -> "PostgresMemoryStore":
         """Persistent memory (ABL MEMORY persistent paths) in the same database, table frontdesk_memory."""

@@ -5,6 +5,7 @@ Keys, under a prefix (default `frontdesk:`):
   {p}e:{id}     list: the session's events as JSON, in order (an event's seq is its place, from 1)
   {p}lock:{id}  the session's lock: a random token, set with NX and a lease (PX)
   {p}index      sorted set of session ids, scored by a counter bumped on every write (most recent last)
+  {p}program:{digest}  a program version's IR (JSON), kept for the sessions that started on it
   {p}m:{scope}:{owner}  hash: persistent memory of one owner, path -> JSON value (never expires)
 With a TTL, a session's keys expire after that many seconds without a write.
 """
@@ -204,6 +205,15 @@ class RedisSessionStore:
                 self._release(keys=[key], args=[token])
             except self._redis_errors:
                 pass  # the lease lapses by itself
+
+    def save_program(self, digest: str, ir_json: str) -> None:
+        with self._errors():
+            self._db.set(f"{self.prefix}program:{digest}", ir_json, nx=True)
+
+    def load_program(self, digest: str) -> str | None:
+        with self._errors():
+            found = self._db.get(f"{self.prefix}program:{digest}")
+        return found.decode() if found is not None else None
 
     def memory_store(self) -> "RedisMemoryStore":
         """Persistent memory (ABL MEMORY persistent paths) in the same Redis, under the same prefix."""

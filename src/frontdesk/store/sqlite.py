@@ -46,6 +46,11 @@ CREATE TABLE IF NOT EXISTS events (
     event TEXT NOT NULL,
     PRIMARY KEY (session_id, seq)
 );
+CREATE TABLE IF NOT EXISTS programs (
+    digest TEXT PRIMARY KEY,
+    ir TEXT NOT NULL,
+    stored_at TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS session_locks (
     session_id TEXT PRIMARY KEY,
     token TEXT NOT NULL,
@@ -238,6 +243,16 @@ class SqliteSessionStore:
         with self._transaction(write=True) as db:
             db.execute("DELETE FROM events WHERE session_id = ?", (session_id,))
             db.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+
+    def save_program(self, digest: str, ir_json: str) -> None:
+        with self._transaction(write=True) as db:
+            db.execute("INSERT OR IGNORE INTO programs (digest, ir, stored_at) VALUES (?, ?, ?)",
+                       (digest, ir_json, utc_now().isoformat()))
+
+    def load_program(self, digest: str) -> str | None:
+        with self._transaction() as db:
+            row = db.execute("SELECT ir FROM programs WHERE digest = ?", (digest,)).fetchone()
+        return row[0] if row else None
 
     def memory_store(self):
         """Persistent memory in the same SQLite file (its own table), so it outlives the process."""
