@@ -44,7 +44,9 @@ def test_a_superseded_turn_keeps_only_its_message(tmp_path):
     result = engine.send(session, "first thought", preempt=lambda: True)
     assert result.preempted and result.messages == []
     types = [e.type for e in result.events]
-    assert types[-1] == "turn_preempted" and "tool_call" not in types and "bot_message" not in types
+    assert types[-2:] == ["turn_preempted", "execution.completed"]
+    assert result.events[-1].data["status"] == "preempted"
+    assert "tool_call" not in types and "bot_message" not in types
     state = engine.store.load(session)
     assert [h["text"] for h in state["history"] if h["role"] == "user"] == ["first thought"]
     assert state["status"] == "waiting"

@@ -223,7 +223,10 @@ def test_a_newer_message_supersedes_the_turn_in_progress_only_when_preemptive(st
     history = [e["data"]["text"] for e in client.get(f"/v1/sessions/{sid}/trace", headers=H).json()["events"]
                if e["type"] == "user_message"]
     assert history == ["what do you sell?", "actually, when do you open?"]
+    metrics = client.get("/metrics").text  # every turn, superseded or not, has ended
+    assert 'frontdesk_turns_in_progress{program="chat"} 0.0' in metrics
     if strategy == "preemptive":
+        assert 'frontdesk_turns_total{program="chat",status="preempted"} 1.0' in metrics
         assert replies["what do you sell?"]["preempted"] is True and replies["what do you sell?"]["messages"] == []
         assert not replies["actually, when do you open?"]["preempted"]
         assert texts(replies["actually, when do you open?"]) == ["answer to ['actually, when do you open?']"]

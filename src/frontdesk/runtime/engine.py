@@ -330,9 +330,13 @@ class Engine:
         """Store the session as it was when the superseded turn had read its message (which stays in the
         history, for the next turn to see), and the events up to then with a `turn_preempted`."""
         state = load_state(kept, self.program.tools)
+        spent = {k: ctx.state.tokens.get(k, 0) - state.tokens.get(k, 0) for k in ("calls", "prompt", "completion")}
         dropped = ctx.log.truncate(heard)
         ctx.log.emit("turn_preempted", None, dropped_events=dropped,
                      reason="a newer message of the session arrived before this turn had done anything lasting")
+        # the turn ends as every turn does (what its LLM calls cost was spent, though nothing else is kept)
+        ctx.log.emit("execution.completed", None, messages=0, llm_calls=spent["calls"],
+                     prompt_tokens=spent["prompt"], completion_tokens=spent["completion"], status="preempted")
         return self._save(state, ctx, [], preempted=True)
 
     def _adopt_program(self, ctx: TurnContext) -> None:
