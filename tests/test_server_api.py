@@ -347,3 +347,14 @@ def test_real_frontdesk_serve_process(tmp_path):
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def test_tokens_from_a_file_name_their_users(tmp_path):
+    from frontdesk.server.auth import tokens_from_file
+
+    path = tmp_path / "tokens"
+    path.write_text("# the team\nalice=tok-a\n\ntok-b\n", encoding="utf-8")
+    assert tokens_from_file(path) == {"tok-a": "alice", "tok-b": user_for_token("tok-b")}
+    path.write_text("alice=tok a\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=":1: a line is a token"):
+        tokens_from_file(path)

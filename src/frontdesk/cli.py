@@ -520,6 +520,8 @@ def serve(
     max_message_chars: int = typer.Option(4000, "--max-message-chars", help="Longer messages get 413."),
     max_turns: int = typer.Option(500, "--max-turns", help="Turns a session may take."),
     idle_expiry: float = typer.Option(0, "--expire-idle", help="Delete sessions idle this many seconds (0: keep)."),
+    tokens_file: Optional[Path] = typer.Option(None, "--tokens-file", help="API tokens, one per line "
+                                               "(name=token names its user); added to FRONTDESK_API_TOKENS."),
 ) -> None:
     """Serve programs over HTTP: a web chat at /, the JSON API under /v1 (server-sent events), /metrics.
 
@@ -527,7 +529,7 @@ def serve(
     is made for this run and printed."""
     import secrets
 
-    from frontdesk.server.auth import STRATEGIES, TOKENS_ENV, ServerSettings, tokens_from_env
+    from frontdesk.server.auth import STRATEGIES, TOKENS_ENV, ServerSettings, tokens_from_env, tokens_from_file
     from frontdesk.server.observability import configure_json_logging
 
     if strategy not in STRATEGIES:
@@ -535,6 +537,12 @@ def serve(
         raise typer.Exit(2)
     made_token = None
     tokens = tokens_from_env()
+    if tokens_file is not None:
+        try:
+            tokens.update(tokens_from_file(tokens_file))
+        except (OSError, ValueError) as exc:
+            _error(f"--tokens-file: {exc}")
+            raise typer.Exit(2)
     if not tokens:
         made_token = secrets.token_urlsafe(18)
         tokens = tokens_from_env(made_token)

@@ -22,6 +22,23 @@ def tokens_from_env(value: str | None = None) -> dict[str, str]:
     return {t.strip(): user_for_token(t.strip()) for t in text.split(",") if t.strip()}
 
 
+def tokens_from_file(path: str | os.PathLike) -> dict[str, str]:
+    """Tokens from a file: one per line, `name=token` to give its user a name (else a hash names them);
+    blank lines and lines starting with # are skipped. ValueError names a line that is not a token."""
+    tokens: dict[str, str] = {}
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            text = line.strip()
+            if not text or text.startswith("#"):
+                continue
+            name, sep, token = text.partition("=")
+            token, name = (token.strip(), name.strip()) if sep else (text, "")
+            if not token or any(c.isspace() for c in token):
+                raise ValueError(f"{path}:{number}: a line is a token, or name=token")
+            tokens[token] = name or user_for_token(token)
+    return tokens
+
+
 @dataclass
 class ServerSettings:
     """What a server accepts: its tokens (token -> user id) and its limits."""
