@@ -246,6 +246,13 @@ def test_the_lock_of_a_killed_process_is_taken_at_once(stores, kind, url, tmp_pa
         pass
 
 
+def test_version_of_reads_the_version_alone(store):
+    assert store.version_of("s1") == 0
+    store.save_turn("s1", {"n": 1}, [])
+    store.save_turn("s1", {"n": 2}, [])
+    assert store.version_of("s1") == 2 == store.load_versioned("s1")[1]
+
+
 def test_program_versions_are_kept_for_every_handle(stores):
     first, second = stores(), stores()
     assert first.load_program("abc123") is None

@@ -83,8 +83,10 @@ def hold_session(store: SessionStore, session_id: str, timeout: float = DEFAULT_
         return
     lock = getattr(store, "lock", None)
     with lock(session_id, timeout) if callable(lock) else nullcontext():
+        version_of = getattr(store, "version_of", None)
         versioned = getattr(store, "load_versioned", None)
-        version = versioned(session_id)[1] if callable(versioned) else None
+        version = version_of(session_id) if callable(version_of) else \
+            versioned(session_id)[1] if callable(versioned) else None
         token = _HELD.set((session_id, version))
         try:
             yield

@@ -7,7 +7,9 @@ import os
 import socket
 import threading
 import uuid
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Protocol, runtime_checkable
@@ -37,7 +39,7 @@ class LockTimeout(StoreError):
 
 DEFAULT_LOCK_TIMEOUT = 30.0  # seconds a turn waits for another turn of the same session
 DEFAULT_LOCK_LEASE = 15.0  # seconds after which a lock whose holder died (crash, SIGKILL) lapses; a live
-# holder renews it (LeaseKeeper) for as long as its turn runs
+# holder renews it (LeaseRenewer) for as long as its turn runs
 
 
 def lock_token() -> str:
@@ -64,31 +66,58 @@ def holder_is_dead(token: str) -> bool:
     return False
 
 
-class LeaseKeeper:
-    """Renews a held lock's lease every third of it, in a daemon thread, until stopped; `renew()` returns
-    False when the lock is no longer ours (then renewing stops)."""
+class LeaseRenewer:
+    """Renews the leases of a store's held locks, every third of each lease, from one daemon thread per
+    store (started when first needed), so that a turn longer than the lease keeps its lock and a turn
+    costs no thread of its own. A renewal that finds the lock no longer ours stops renewing it."""
 
-    def __init__(self, renew: Callable[[], bool], lease: float) -> None:
-        self._renew = renew
-        self._every = max(lease / 3, 0.05)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="frontdesk-lock-lease", daemon=True)
+    def __init__(self) -> None:
+        self._held: dict[int, tuple[Callable[[], bool], float, float]] = {}  # id -> (renew, every, next due)
+        self._lock = threading.Lock()
+        self._wake = threading.Condition(self._lock)
+        self._thread: threading.Thread | None = None
+        self._next_id = 0
 
-    def __enter__(self) -> "LeaseKeeper":
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
+    @contextmanager
+    def hold(self, renew: Callable[[], bool], lease: float) -> Iterator[None]:
+        every = max(lease / 3, 0.05)
+        with self._lock:
+            self._next_id += 1
+            key = self._next_id
+            self._held[key] = (renew, every, time.monotonic() + every)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="frontdesk-lock-leases", daemon=True)
+                self._thread.start()
+            self._wake.notify()
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._held.pop(key, None)
 
     def _run(self) -> None:
-        while not self._stop.wait(self._every):
-            try:
-                if not self._renew():
+        while True:
+            with self._lock:
+                now = time.monotonic()
+                due = [(key, renew, every) for key, (renew, every, at) in self._held.items() if at <= now]
+                for key, _, every in due:
+                    renew_fn = self._held[key][0]
+                    self._held[key] = (renew_fn, every, now + every)
+            for key, renew, _ in due:
+                try:
+                    still_ours = renew()
+                except Exception:  # noqa: BLE001 - a store hiccup: the next renewal tries again
+                    continue
+                if not still_ours:
+                    with self._lock:
+                        self._held.pop(key, None)
+            with self._lock:
+                if not self._held:  # no lock held: the thread ends (the next hold starts one)
+                    self._thread = None
                     return
-            except Exception:  # noqa: BLE001 - a store hiccup: the next renewal tries again
-                continue
+                if not due:
+                    upcoming = min(at for _, _, at in self._held.values())
+                    self._wake.wait(timeout=max(0.01, upcoming - time.monotonic()))
 
 
 @runtime_checkable
@@ -120,6 +149,10 @@ class SessionStore(Protocol):
 
     def expire_idle(self, older_than: float) -> int:
         """Delete the sessions not updated for `older_than` seconds; how many were deleted."""
+        ...
+
+    def version_of(self, session_id: str) -> int:
+        """The session's version (0 if absent), without reading its state."""
         ...
 
     def save_program(self, digest: str, ir_json: str) -> None:
@@ -174,6 +207,9 @@ def renumber(event_jsons: list[str], last: int) -> list[tuple[int, str]]:
     carrying that seq when the event has a `seq` field (the engine's events do)."""
     numbered = []
     for offset, text in enumerate(event_jsons, start=1):
+        if text.startswith(f'{{"seq": {last + offset},'):  # numbered right already (the engine's usual case)
+            numbered.append((last + offset, text))
+            continue
         event = json.loads(text)
         if "seq" in event and event["seq"] != last + offset:
             event["seq"] = last + offset

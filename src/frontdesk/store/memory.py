@@ -59,6 +59,11 @@ class MemorySessionStore:
                 return None, 0
             return (json.loads(session.state_json) if session.state_json is not None else None), session.version
 
+    def version_of(self, session_id: str) -> int:
+        with self._lock:
+            session = self._sessions.get(session_id)
+            return session.version if session is not None else 0
+
     def save(self, session_id: str, state: dict) -> None:
         self.save_turn(session_id, state, [])
 

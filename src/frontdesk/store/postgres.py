@@ -123,6 +123,11 @@ class PostgresSessionStore:
             return None, 0
         return (json.loads(row[0]) if row[0] is not None else None), row[1]
 
+    def version_of(self, session_id: str) -> int:
+        with self._transaction() as db:
+            row = db.execute("SELECT version FROM frontdesk_sessions WHERE id = %s", (session_id,)).fetchone()
+        return int(row[0]) if row else 0
+
     def save(self, session_id: str, state: dict) -> None:
         self.save_turn(session_id, state, [])
 

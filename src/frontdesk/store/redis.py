@@ -23,7 +23,7 @@ from frontdesk.store.base import (
     DEFAULT_LOCK_LEASE,
     DEFAULT_LOCK_TIMEOUT,
     ConflictError,
-    LeaseKeeper,
+    LeaseRenewer,
     LockTimeout,
     SessionInfo,
     StoreError,
@@ -59,6 +59,7 @@ class RedisSessionStore:
         self.url = url
         self.prefix = prefix
         self.ttl = ttl
+        self._leases = LeaseRenewer()
         try:
             self._db = redis.Redis.from_url(url, socket_timeout=10, socket_connect_timeout=5)
             self._db.ping()
@@ -90,6 +91,10 @@ class RedisSessionStore:
         with self._errors():
             state, version = self._db.hmget(self._s(session_id), "state", "version")
         return (json.loads(state) if state else None), int(version or 0)
+
+    def version_of(self, session_id: str) -> int:
+        with self._errors():
+            return int(self._db.hget(self._s(session_id), "version") or 0)
 
     def save(self, session_id: str, state: dict) -> None:
         self.save_turn(session_id, state, [])
@@ -198,7 +203,7 @@ class RedisSessionStore:
             return bool(self._renew(keys=[key], args=[token, int(lease * 1000)]))
 
         try:
-            with LeaseKeeper(renew, lease):
+            with self._leases.hold(renew, lease):
                 yield
         finally:
             try:

@@ -15,7 +15,7 @@ from frontdesk.store.base import (
     DEFAULT_LOCK_LEASE,
     DEFAULT_LOCK_TIMEOUT,
     ConflictError,
-    LeaseKeeper,
+    LeaseRenewer,
     LockTimeout,
     SessionInfo,
     StoreError,
@@ -72,6 +72,7 @@ class SqliteSessionStore:
             except OSError as exc:
                 raise StoreError(f"cannot create the folder for session store {self.path}: {exc.strerror or exc}") from exc
         self._lock = threading.Lock()
+        self._leases = LeaseRenewer()
         self._connection: sqlite3.Connection | None = None
         try:
             self._connection = sqlite3.connect(
@@ -130,6 +131,11 @@ class SqliteSessionStore:
         if row is None:
             return None, 0
         return (json.loads(row[0]) if row[0] is not None else None), row[1]
+
+    def version_of(self, session_id: str) -> int:
+        with self._transaction() as db:
+            row = db.execute("SELECT version FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        return int(row[0]) if row else 0
 
     def save(self, session_id: str, state: dict) -> None:
         self.save_turn(session_id, state, [])
@@ -201,7 +207,7 @@ class SqliteSessionStore:
                                   (time.time() + lease, session_id, token)).rowcount == 1
 
         try:
-            with LeaseKeeper(renew, lease):
+            with self._leases.hold(renew, lease):
                 yield
         finally:
             try:
