@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import Field, model_validator
+from pydantic import Field, PrivateAttr, model_validator
 
 from frontdesk.diagnostics import Span
 from frontdesk.ir.behaviour import ActionElement, AgentRules
@@ -340,6 +340,17 @@ class RouterAgent(AgentBase):
     members: list[RouterMember]
     instructions: str | None = None
     default: str | None = None  # the member a message no rule fits goes to (ABL ROUTING DEFAULT)
+    _by_agent: tuple[int, dict[str, RouterMember]] | None = PrivateAttr(default=None)
+
+    def member(self, agent: str) -> RouterMember | None:
+        """The member entry of `agent` (the first, if listed twice), from an index built once (again if
+        members were added or removed since)."""
+        if self._by_agent is None or self._by_agent[0] != len(self.members):
+            index: dict[str, RouterMember] = {}
+            for m in self.members:
+                index.setdefault(m.agent, m)
+            self._by_agent = (len(self.members), index)
+        return self._by_agent[1].get(agent)
 
 
 Agent = Annotated[

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from frontdesk.ir.models import Agent, KnowledgeAgent, ReasoningAgent, ToolDef
+from frontdesk.ir.models import Agent, KnowledgeAgent, ReasoningAgent, RouterAgent, ToolDef
 from frontdesk.llm.base import ChatMessage, LLMRequest, ToolSchema
 from frontdesk.runtime.promptplan import (
     Each,
@@ -87,7 +87,7 @@ def _agent_line(agent: Agent, router: Agent | None = None) -> Value:
     """One candidate as the router's model sees it: its description, and when the router says to route
     to it (ABL HANDOFF WHEN) where it says so."""
     text = f"- {agent.name}: {agent.description or '(no description)'}"
-    member = next((m for m in getattr(router, "members", []) if m.agent == agent.name), None)
+    member = router.member(agent.name) if isinstance(router, RouterAgent) else None
     if member is not None and member.description:
         text += f" (route here when: {member.description})"
     return Value("sys.agent_description", text, "[agent]")

@@ -598,7 +598,7 @@ def seed_handoff_context(ctx: TurnContext, owner: str, handoff: Handoff, child: 
 def member_of(router: RouterAgent | None, name: str) -> RouterMember | None:
     if router is None:
         return None
-    return next((m for m in router.members if m.agent == name), None)
+    return router.member(name)
 
 
 def return_to_parent_tools(ctx: TurnContext, frame: Frame) -> list[ToolSchema]:
