@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import gc
 import json
 import os
 import sys
@@ -574,6 +575,9 @@ def serve(
 
     configure_json_logging()
     api = create_app(loaded, session_store, models_for, settings, sources=sources)
+    # what is loaded now (programs, models) lives as long as the server: full garbage collections need
+    # not walk it again (a collection inside a turn cost about 80 ms; see bench/overhead.md)
+    gc.freeze()
     url = f"http://{host}:{port}"
     _dim(f"serving {', '.join(loaded)} on {url} (web chat at /, API under /v1, OpenAPI at /openapi.json, "
          f"metrics at /metrics)")
