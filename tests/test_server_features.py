@@ -405,3 +405,34 @@ def test_a_huge_request_body_is_refused_before_it_is_read(tmp_path):
     assert streamed.status_code == 413
     ok = client.post(f"/v1/sessions/{sid}/messages", json={"text": "hi"}, headers=H)
     assert ok.status_code == 200 and texts(ok.json()) == ["Goodbye from v1."]
+
+
+def test_a_follower_sees_the_turns_another_server_process_runs(tmp_path):
+    # two servers on one store (as behind a load balancer): the page follows the session on one of
+    # them, the next message goes to the other; its turn reaches the follower from the store's log
+    folder = write(tmp_path / "desk", versioned("v1"))
+    store_path = tmp_path / "s.sqlite3"
+    followed = client_for({"desk": folder}, store=SqliteSessionStore(store_path), follow_poll=0.1)
+    other = client_for({"desk": folder}, store=SqliteSessionStore(store_path))
+    sid = followed.post("/v1/sessions", json={"program": "desk"}, headers=H).json()["session_id"]
+    chunks: list[str] = []
+
+    def follow() -> None:
+        with followed.stream("GET", f"/v1/sessions/{sid}/stream?turns=2", headers=H) as r:
+            for chunk in r.iter_text():
+                chunks.append(chunk)
+
+    follower = threading.Thread(target=follow)
+    follower.start()
+    time.sleep(0.5)
+    assert texts(other.post(f"/v1/sessions/{sid}/messages", json={"text": "hi"}, headers=H).json()) == \
+        ["Goodbye from v1."]
+    time.sleep(0.3)
+    followed.post(f"/v1/sessions/{sid}/messages", json={"text": "again"}, headers=H)  # a local turn too
+    follower.join(30)
+    assert not follower.is_alive(), "the other process's turn never reached the follower"
+    events = [json.loads(line[6:]) for line in "".join(chunks).splitlines() if line.startswith("data: ")]
+    said = [e["data"]["text"] for e in events if e["type"] == "user_message"]
+    assert said == ["hi", "again"]
+    seqs = [e["seq"] for e in events]
+    assert seqs == sorted(set(seqs))  # each event once, in order

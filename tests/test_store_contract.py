@@ -148,6 +148,14 @@ def test_the_store_numbers_events_in_the_same_transaction(store):
     assert store.events("other") == [{"type": "x"}]
 
 
+def test_events_since_a_seq(store):
+    store.save_turn("s1", {"n": 1}, [{"seq": 1, "type": "a"}, {"seq": 2, "type": "b"}])
+    store.save_turn("s1", {"n": 2}, [{"seq": 3, "type": "c"}])
+    assert [e["type"] for e in store.events_since("s1", 0)] == ["a", "b", "c"]
+    assert [e["type"] for e in store.events_since("s1", 2)] == ["c"]
+    assert store.events_since("s1", 3) == [] and store.events_since("nobody", 0) == []
+
+
 def test_list_delete_and_expire_idle(store):
     store.save_turn("old", {"program": "a"}, [{"seq": 1, "type": "x"}])
     store.save_turn("mid", {"program": "b"}, [])

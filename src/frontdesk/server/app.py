@@ -9,6 +9,7 @@ into the session state's `system["http_api"]` by a turn-end hook, so it is saved
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import json
 import threading
@@ -634,26 +635,48 @@ def create_app(programs: Mapping[str, Program] | Iterable[tuple[str, Program]], 
         the stream ends after N turns completed, otherwise when the client goes away."""
         if turns is not None and turns < 1:
             raise ApiError(422, "turns must be at least 1", {"where": "query.turns"})
-        await anyio.to_thread.run_sync(owned_state, session_id, user)
+        raw = await anyio.to_thread.run_sync(owned_state, session_id, user)
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue = asyncio.Queue()
         listeners.add(session_id, loop, queue)
+        stored_up_to = int(raw.get("event_seq") or 0)  # what the store held when following began
 
         async def events():
+            # Turns this process runs arrive live (as they happen); turns other processes ran (several
+            # servers on one store) are read from the store's log whenever the live side is quiet.
+            nonlocal stored_up_to
             done = 0
+            seen: collections.deque = collections.deque(maxlen=2048)  # (turn, seq, type) already sent
+            quiet = 0.0
             try:
                 yield b": following\n\n"
                 while turns is None or done < turns:
                     try:
-                        event = await asyncio.wait_for(queue.get(), timeout=15)
+                        batch = [await asyncio.wait_for(queue.get(), timeout=settings.follow_poll)]
                     except asyncio.TimeoutError:
                         if await request.is_disconnected():
                             return
-                        yield b": keep-alive\n\n"
-                        continue
-                    yield _sse(event["type"], event)
-                    if event["type"] == "execution.completed":
-                        done += 1
+                        try:
+                            batch = await anyio.to_thread.run_sync(store.events_since, session_id, stored_up_to)
+                        except StoreError:  # the store is down for now: the live side goes on
+                            batch = []
+                        if batch:
+                            stored_up_to = max(int(e.get("seq") or 0) for e in batch)
+                        quiet += settings.follow_poll
+                        if not batch and quiet >= 15:
+                            quiet = 0.0
+                            yield b": keep-alive\n\n"
+                    for event in batch:
+                        key = (event.get("turn"), event.get("seq"), event.get("type"))
+                        if key in seen:
+                            continue
+                        seen.append(key)
+                        quiet = 0.0
+                        yield _sse(event["type"], event)
+                        if event["type"] == "execution.completed":
+                            done += 1
+                            if turns is not None and done >= turns:
+                                return
             finally:
                 listeners.remove(session_id, loop, queue)
 

@@ -52,6 +52,7 @@ class ServerSettings:
     strategy: str = "serial"
     inactivity_tick: float = 1.0  # seconds between runs of the inactivity timer (0: no timer)
     expire_idle_after: float = 0.0  # delete sessions idle this many seconds (0: keep them)
+    follow_poll: float = 0.5  # seconds between looks at the store for turns other processes ran
     lock_timeout: float = 30.0  # seconds a message waits for the session's turn in progress (then 409)
 
     def __post_init__(self) -> None:

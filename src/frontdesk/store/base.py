@@ -170,6 +170,10 @@ class SessionStore(Protocol):
 
     def events(self, session_id: str) -> list[dict]: ...
 
+    def events_since(self, session_id: str, after: int) -> list[dict]:
+        """The session's events with a seq above `after`, in order (what a follower has not seen yet)."""
+        ...
+
     def list_sessions(self) -> list[SessionInfo]:
         """Every session, most recently updated first."""
         ...

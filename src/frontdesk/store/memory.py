@@ -112,6 +112,11 @@ class MemorySessionStore:
                 del self._sessions[sid]
             return len(idle)
 
+    def events_since(self, session_id: str, after: int) -> list[dict]:
+        with self._lock:
+            session = self._sessions.get(session_id)
+            return [json.loads(text) for text in session.event_jsons[max(after, 0):]] if session else []
+
     def events(self, session_id: str) -> list[dict]:
         with self._lock:
             session = self._sessions.get(session_id)

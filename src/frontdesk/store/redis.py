@@ -145,6 +145,10 @@ class RedisSessionStore:
                         continue  # someone wrote the session meanwhile: read again
             raise StoreError(f"session {session_id!r}: too many concurrent writers")
 
+    def events_since(self, session_id: str, after: int) -> list[dict]:
+        with self._errors():  # an event's seq is its place in the list, from 1
+            return [json.loads(text) for text in self._db.lrange(self._e(session_id), max(after, 0), -1)]
+
     def events(self, session_id: str) -> list[dict]:
         with self._errors():
             return [json.loads(text) for text in self._db.lrange(self._e(session_id), 0, -1)]

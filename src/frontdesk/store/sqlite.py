@@ -225,6 +225,12 @@ class SqliteSessionStore:
                 db.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
         return len(idle)
 
+    def events_since(self, session_id: str, after: int) -> list[dict]:
+        with self._transaction() as db:
+            rows = db.execute("SELECT event FROM events WHERE session_id = ? AND seq > ? ORDER BY seq",
+                              (session_id, after)).fetchall()
+        return [json.loads(row[0]) for row in rows]
+
     def events(self, session_id: str) -> list[dict]:
         with self._transaction() as db:
             rows = db.execute("SELECT event FROM events WHERE session_id = ? ORDER BY seq", (session_id,)).fetchall()
