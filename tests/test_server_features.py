@@ -24,6 +24,14 @@ TOKEN = "tok"
 H = {"Authorization": f"Bearer {TOKEN}"}
 
 
+def wait_for(condition, failure: str, limit: float = 30.0) -> None:
+    """Poll `condition` until it holds; fail with `failure` after `limit` seconds (a hang, not a timing)."""
+    deadline = time.monotonic() + limit
+    while not condition():
+        assert time.monotonic() < deadline, failure
+        time.sleep(0.02)
+
+
 def texts(body: dict) -> list[str]:
     return [m["text"] for m in body["messages"]]
 
@@ -136,7 +144,7 @@ def test_reload_errors(tmp_path):
 IDLE = """
 main:
   type: flow agent
-  exit: "If there is no input for 1 second, remind the user. If there is no input for 2 seconds, say good-bye."
+  exit: "If there is no input for 3 seconds, remind the user. If there is no input for 6 seconds, say good-bye."
   steps:
     - label: top
     - bot: "What can I do for you?"
@@ -158,6 +166,7 @@ def test_inactivity_rules_run_on_the_servers_timer_and_reach_the_event_stream(tm
 
         follower = threading.Thread(target=follow)
         follower.start()
+        wait_for(lambda: chunks, "the follower did not connect")
         follower.join(30)
         assert not follower.is_alive(), "the reminder and the good-bye did not come"
         said = [json.loads(line[6:])["data"]["text"] for line in "".join(chunks).splitlines()
@@ -216,7 +225,11 @@ def test_a_newer_message_supersedes_the_turn_in_progress_only_when_preemptive(st
     assert model.entered.wait(30)
     second = threading.Thread(target=send, args=("actually, when do you open?",))
     second.start()
-    time.sleep(0.3)  # the second request has arrived and waits for the session
+    if strategy == "preemptive":  # the second request has arrived and told the running turn
+        wait_for(lambda: app.state.running.get(sid) is not None and app.state.running[sid].is_set(),
+                 "the newer message never reached the running turn")
+    else:
+        time.sleep(0.3)  # the second request has arrived and waits for the session
     model.release.set()
     first.join(30)
     second.join(30)
@@ -254,17 +267,21 @@ main:
     - next: top
 """
 PAUSE = '''
+import os
 import time
 
 
 def pause():
-    """Takes a while."""
+    """Takes a while; says when it started (in the file $PAUSE_STARTED names)."""
+    open(os.environ["PAUSE_STARTED"], "a").close()
     time.sleep(1.5)
     return {"ok": True}
 '''
 
 
-def test_a_message_that_waits_too_long_for_its_session_gets_409_with_retry_after(tmp_path):
+def test_a_message_that_waits_too_long_for_its_session_gets_409_with_retry_after(tmp_path, monkeypatch):
+    started = tmp_path / "started"
+    monkeypatch.setenv("PAUSE_STARTED", str(started))
     folder = write(tmp_path / "slow", SLOW)
     (folder / "tools.py").write_text(PAUSE, encoding="utf-8")
     client = client_for({"slow": folder}, lock_timeout=0.2)
@@ -272,7 +289,7 @@ def test_a_message_that_waits_too_long_for_its_session_gets_409_with_retry_after
     first = threading.Thread(target=client.post, args=(f"/v1/sessions/{sid}/messages",),
                              kwargs={"json": {"text": "one"}, "headers": H})
     first.start()
-    time.sleep(0.5)
+    wait_for(started.exists, "the first turn's tool never started")  # the first turn holds the session
     busy = client.post(f"/v1/sessions/{sid}/messages", json={"text": "two"}, headers=H)
     first.join(30)
     assert busy.status_code == 409 and busy.headers["retry-after"] == "1"
@@ -424,10 +441,10 @@ def test_a_follower_sees_the_turns_another_server_process_runs(tmp_path):
 
     follower = threading.Thread(target=follow)
     follower.start()
-    time.sleep(0.5)
+    wait_for(lambda: chunks, "the follower did not connect")
     assert texts(other.post(f"/v1/sessions/{sid}/messages", json={"text": "hi"}, headers=H).json()) == \
         ["Goodbye from v1."]
-    time.sleep(0.3)
+    wait_for(lambda: '"text": "hi"' in "".join(chunks), "the other process's turn never reached the follower")
     followed.post(f"/v1/sessions/{sid}/messages", json={"text": "again"}, headers=H)  # a local turn too
     follower.join(30)
     assert not follower.is_alive(), "the other process's turn never reached the follower"

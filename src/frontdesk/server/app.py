@@ -286,6 +286,7 @@ def create_app(programs: Mapping[str, Program] | Iterable[tuple[str, Program]], 
     app.state.engines = engines
     app.state.versions = versions
     app.state.settings = settings
+    app.state.running = running  # session id -> the flag its running turn is superseded by (preemptive)
 
     def add_subscribers(factory: Callable[[str], Callable[[Event], None]]) -> None:
         """Give every engine, loaded now or later, the event subscriber `factory(program name)` makes."""
