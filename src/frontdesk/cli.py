@@ -562,9 +562,9 @@ def serve(
 
     def models_for(prog):
         # each program version gets its models; the local models themselves are loaded once per process
-        from frontdesk.runtime.engine import Engine
+        from frontdesk.runtime.engine import program_digest
 
-        digest = Engine.digest_of(prog)
+        digest = program_digest(prog)
         if digest not in models_by_digest:
             models_by_digest[digest] = _choose_models(prog, llm_mode, None, None)
         return models_by_digest[digest]

@@ -20,10 +20,10 @@ from frontdesk.runtime import escalation
 from frontdesk.runtime.answering import KnowledgeCache, KnowledgeExecutor
 from frontdesk.runtime.context import (
     BotMessage,
-    TurnPreempted,
     ChildResult,
     Outcome,
     TurnContext,
+    TurnPreempted,
     TurnInput,
 )
 from frontdesk.runtime.events import Event, EventLog, register_event_type
@@ -67,7 +67,7 @@ register_event_type("execution.completed", "a turn ended: what it cost and where
                     ("messages", "llm_calls", "prompt_tokens", "completion_tokens"))
 
 
-# The session whose lock this thread holds and the version it loaded (see Engine._session_turn).
+# The session whose lock this thread holds and the version it loaded (see hold_session).
 _HELD: ContextVar[tuple[str, int | None] | None] = ContextVar("frontdesk_held_session", default=None)
 
 
@@ -115,6 +115,7 @@ class TurnResult:
 
 
 def program_digest(program: Program) -> str:
+    """The version of a program: a digest of its IR (sessions record the version they started on)."""
     return hashlib.sha256(program.model_dump_json().encode()).hexdigest()[:16]
 
 
@@ -154,7 +155,7 @@ class Engine:
         # knowledge agents' indexes, built on first use (the application wires its fetcher, embedder and
         # progress display); by default web pages are fetched and retrieval is keyword-only
         self.knowledge = knowledge if knowledge is not None else KnowledgeCache(program)
-        self.digest = self.digest_of(program)
+        self.digest = program_digest(program)
         self.lock_timeout = DEFAULT_LOCK_TIMEOUT  # seconds a turn waits while another turn holds the session
         self.executors = {
             "flow": FlowExecutor(),
@@ -162,11 +163,6 @@ class Engine:
             "router": RouterExecutor(),
             "knowledge": KnowledgeExecutor(),
         }
-
-    @staticmethod
-    def digest_of(program: Program) -> str:
-        """The version of a program: a digest of its IR (sessions record the version they started on)."""
-        return program_digest(program)
 
     def _now(self) -> datetime:
         return datetime.fromtimestamp(self.clock() if self.clock else time.time(), UTC)
@@ -229,15 +225,8 @@ class Engine:
         rules: dict[float, InactivityRule] = {}
         for frame in state.stack:
             agent = self.program.agents.get(frame.agent)
-            if agent is None:
-                continue
-            for policy in (agent.exit, agent.fallback):
-                for rule in policy.inactivity if policy is not None else ():
-                    rules[rule.after] = rule
-            execution = agent.rules.execution if agent.rules is not None else None
-            timeout = getattr(execution, "session_timeout", None)
-            if timeout:
-                rules[float(timeout)] = InactivityRule(after=float(timeout), action="end")
+            for rule in inactivity.rules_of(agent) if agent is not None else ():
+                rules[rule.after] = rule
         return [rules[after] for after in sorted(rules)]
 
     def idle_check(self, raw: dict, now: float | None = None) -> InactivityRule | None:
@@ -249,11 +238,17 @@ class Engine:
             state = load_state(raw, self.program.tools)
         except ValueError:
             return None
+        return self._due(state, self._timestamp(now))
+
+    def _due(self, state: SessionState, now: float) -> InactivityRule | None:
         since = state.system.get(LAST_INPUT_KEY)
         if not isinstance(since, (int, float)):
             return None
-        now = now if now is not None else (self.clock() if self.clock else time.time())
         return inactivity.due(self.inactivity_rules(state), now - since, state.system.get(FIRED_KEY) or [])
+
+    def _timestamp(self, now: float | None = None) -> float:
+        """`now` if given, else the engine's clock, in seconds since the epoch."""
+        return now if now is not None else self._now().timestamp()
 
     def idle(self, session_id: str, now: float | None = None) -> TurnResult | None:
         """Run the inactivity rule that is due for the session, if any, as a turn with no user message:
@@ -261,14 +256,20 @@ class Engine:
         session's lock, so two timers, in two processes, never run the same rule twice)."""
         with self._session_turn(session_id):
             raw = self.store.load(session_id)
-            rule = self.idle_check(raw, now) if raw is not None else None
+            if raw is None or raw.get("status") != "waiting":
+                return None
+            try:
+                state = load_state(raw, self.program.tools)
+            except ValueError:
+                return None
+            now = self._timestamp(now)
+            rule = self._due(state, now)
             if rule is None:
                 return None
-            state = load_state(raw, self.program.tools)
             state.turn += 1
+            idle_for = now - state.system[LAST_INPUT_KEY]
             state.system[FIRED_KEY] = [*(state.system.get(FIRED_KEY) or []), rule.after]
             ctx = self._context(state)
-            idle_for = (now if now is not None else self._now().timestamp()) - state.system[LAST_INPUT_KEY]
             ctx.log.emit("inactivity", None, after=rule.after, action=rule.action, idle=round(idle_for, 3))
             active = next((f.agent for f in reversed(state.stack) if f.graph == "main"), None)
             ctx.say(active, inactivity.said(rule))

@@ -201,7 +201,7 @@ class FlowExecutor:
             text = node.variants.get(ctx.state.channel, node.text) if node.variants else node.text
             said = self._profile_prompt(node, frame, ctx)
             ctx.say(agent, said if said is not None else ctx.render(text, agent, frame), frame,
-                    actions=self._actions(node, agent, frame, ctx))
+                    actions=self._actions(node))
             frame.data.last_say = node.id
             frame.data.node = node.next
         elif isinstance(node, ListenNode):
@@ -272,7 +272,7 @@ class FlowExecutor:
         if isinstance(node, SayNode) and frame.waiting:
             said = FlowExecutor._profile_prompt(node, frame, ctx)
             ctx.say(frame.agent, said if said is not None else ctx.render(node.text, frame.agent, frame), frame,
-                    actions=FlowExecutor._actions(node, frame.agent, frame, ctx))
+                    actions=FlowExecutor._actions(node))
         elif frame.last_prompt:
             ctx.say(frame.agent, frame.last_prompt, frame)
 
@@ -627,7 +627,7 @@ class FlowExecutor:
         return str(overrides.get(key) or "").lower()
 
     @staticmethod
-    def _actions(node: SayNode, agent: str, frame: Frame, ctx: TurnContext) -> list[dict]:
+    def _actions(node: SayNode) -> list[dict]:
         """The buttons, choices and input fields said with a RESPOND (ABL ACTIONS), for the client to
         show: each as its IR fields, with what picking it sends (`send`: the button's value, else its id)."""
         shown = []

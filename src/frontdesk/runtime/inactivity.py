@@ -16,6 +16,21 @@ DEFAULT_REMINDER = "Are you still there? I'm here whenever you're ready."
 DEFAULT_GOODBYE = "It looks like you've stepped away, so I'll close this conversation. Goodbye!"
 
 
+def rules_of(agent) -> list[InactivityRule]:
+    """An agent's timed rules: those its exit and fallback policy texts state, and ABL's EXECUTION
+    session_timeout as an end."""
+    rules = [r for policy in (agent.exit, agent.fallback) if policy is not None for r in policy.inactivity]
+    timeout = agent.rules.execution.session_timeout if agent.rules is not None else None
+    if timeout:
+        rules.append(InactivityRule(after=float(timeout), action="end"))
+    return rules
+
+
+def longest_silence(program) -> float:
+    """The longest delay of any inactivity rule in the program (0: it has none)."""
+    return max((r.after for agent in program.agents.values() for r in rules_of(agent)), default=0.0)
+
+
 def due(rules: Iterable[InactivityRule], idle: float, fired: Iterable[float]) -> InactivityRule | None:
     """The rule to run for a session idle for `idle` seconds whose rules at the delays `fired` ran already
     since the user's last message: the latest one that is due and has not run (an end wins over the

@@ -1,7 +1,7 @@
 """The HTTP API: sessions of loaded programs over JSON and server-sent events (FastAPI).
 
 Turns run in a worker thread (the engine is synchronous); one session's messages are processed one
-at a time (an asyncio lock per session in this process). What the server needs to remember about a
+at a time, under the session's lock in the store (so across server processes too). What the server needs to remember about a
 session between requests (its owner, the recent client message ids and their results) is written
 into the session state's `system["http_api"]` by a turn-end hook, so it is saved with the turn.
 """
@@ -25,7 +25,8 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from frontdesk.ir.models import Program
-from frontdesk.runtime.engine import Engine, SessionNotFound, TurnResult, hold_session
+from frontdesk.runtime.engine import Engine, SessionNotFound, TurnResult, hold_session, program_digest
+from frontdesk.runtime.inactivity import longest_silence
 from frontdesk.runtime.events import Event
 from frontdesk.server.auth import ServerSettings
 from frontdesk.server.observability import Observability
@@ -121,7 +122,7 @@ class ProgramVersions:
     CHECK_EVERY = 1.0  # seconds between looks at a program's files for changes
 
     def __init__(self, programs: Mapping[str, Program], make_engine: Callable[[str, Program], Engine],
-                 sources: Mapping[str, str | Path], store: SessionStore | None = None) -> None:
+                 sources: Mapping[str, str | Path], store: SessionStore) -> None:
         self._make = make_engine
         self._store = store
         self._sources = {name: Path(path) for name, path in sources.items()}
@@ -138,31 +139,28 @@ class ProgramVersions:
     def _add(self, name: str, engine: Engine) -> None:
         self._by_digest.setdefault(name, {}).setdefault(engine.digest, engine)
         self.current[name] = self._by_digest[name][engine.digest]
-        if self._store is not None:  # any process (or this one after a restart) can run its sessions
-            with contextlib.suppress(StoreError):  # the store is down: kept at the next load of the version
-                self._store_call("save_program", engine.digest, engine.program.model_dump_json())
+        # any process (or this one after a restart) can run its sessions; with the store down, the version
+        # is kept when it is next loaded
+        with contextlib.suppress(StoreError):
+            self._store.save_program(engine.digest, engine.program.model_dump_json())
 
     def engine(self, name: str, digest: str) -> Engine | None:
         """The engine of version `digest` of program `name`: loaded here, or read back from the store (a
         version another process loaded, or this one before a restart); else the current version's."""
         found = self._by_digest.get(name, {})
-        if digest and digest not in found and name in self.current and self._store is not None:
+        if digest and digest not in found and name in self.current:
             with self._lock:
                 if digest not in self._by_digest.get(name, {}):
-                    kept = self._store_call("load_program", digest)
+                    kept = self._store.load_program(digest)
                     if kept:
                         try:
                             program = Program.model_validate_json(kept)
                         except ValueError:
                             program = None  # an IR this version of Frontdesk cannot read
-                        if program is not None and Engine.digest_of(program) == digest:
+                        if program is not None and program_digest(program) == digest:
                             self._by_digest[name][digest] = self._make(name, program)
             found = self._by_digest.get(name, {})
         return found.get(digest) or self.current.get(name)
-
-    def _store_call(self, method: str, *args):
-        call = getattr(self._store, method, None)
-        return call(*args) if callable(call) else None
 
     def digests(self, name: str) -> list[str]:
         return list(self._by_digest.get(name, {}))
@@ -211,10 +209,15 @@ class ProgramVersions:
             if program is None or errors:
                 return errors or [f"{self._sources[name]}: the program could not be loaded"]
             self._stamps[name] = stamp
-            digest = Engine.digest_of(program)
+            digest = program_digest(program)
             known = self._by_digest.get(name, {}).get(digest)
             self._add(name, known or self._make(name, program))
             return []
+
+
+def _active_agent(raw: dict) -> str | None:
+    """The agent a stored session is with: the top frame of its main stack."""
+    return next((f.get("agent") for f in reversed(raw.get("stack") or []) if f.get("graph", "main") == "main"), None)
 
 
 def _models_of(made: Any) -> tuple[Any, Any]:
@@ -383,10 +386,9 @@ def create_app(programs: Mapping[str, Program] | Iterable[tuple[str, Program]], 
             return None
         turn = done.get("turn")
         events = [e for e in store.events(session_id) if e.get("turn") == turn]
-        stack = raw.get("stack") or []
-        active = next((f.get("agent") for f in reversed(stack) if f.get("graph", "main") == "main"), None)
         return TurnOut(session_id=session_id, turn=turn, messages=done.get("messages") or [], events=events,
-                       ended=raw.get("status") == "ended", active_agent=active, replayed=True).model_dump(mode="json")
+                       ended=raw.get("status") == "ended", active_agent=_active_agent(raw),
+                       replayed=True).model_dump(mode="json")
 
     async def run_turn(call: Callable[[], TurnResult], owner: str | None, message_id: str | None,
                        sink: Callable[[Event], None] | None = None, session_id: str | None = None) -> TurnResult:
@@ -525,13 +527,6 @@ def create_app(programs: Mapping[str, Program] | Iterable[tuple[str, Program]], 
     def preempt_check(newer: threading.Event) -> Callable[[], bool] | None:
         return newer.is_set if settings.strategy == "preemptive" else None
 
-    def longest_silence(program: Program) -> float:
-        """The longest delay of the program's inactivity rules (0: it has none)."""
-        delays = [r.after for a in program.agents.values() for p in (a.exit, a.fallback) if p for r in p.inactivity]
-        delays += [float(a.rules.execution.session_timeout) for a in program.agents.values()
-                   if a.rules is not None and getattr(a.rules.execution, "session_timeout", None)]
-        return max(delays, default=0.0)
-
     def watch(session_id: str, engine: Engine) -> None:
         """Look at the session on the inactivity timer if its program has inactivity rules."""
         if settings.inactivity_tick > 0 and longest_silence(engine.program) > 0:
@@ -556,10 +551,7 @@ def create_app(programs: Mapping[str, Program] | Iterable[tuple[str, Program]], 
                 if raw is None or raw.get("status") == "ended":
                     idle_sessions.pop(session_id, None)
                     return None
-                engine = engine_for(raw)
-                if engine.idle_check(raw) is None:
-                    return None
-                result = engine.idle(session_id)
+                result = engine_for(raw).idle(session_id)  # None when no rule is due
                 if result is not None and result.ended:
                     idle_sessions.pop(session_id, None)
                 return result
@@ -621,8 +613,7 @@ def create_app(programs: Mapping[str, Program] | Iterable[tuple[str, Program]], 
     @app.get("/v1/sessions/{session_id}", response_model=SessionOut, tags=["sessions"])
     async def get_session(session_id: str, user: str = Depends(current_user)) -> dict:
         raw = await anyio.to_thread.run_sync(owned_state, session_id, user)
-        stack = raw.get("stack") or []
-        active = next((f.get("agent") for f in reversed(stack) if f.get("graph", "main") == "main"), None)
+        active = _active_agent(raw)
         return SessionOut(session_id=session_id, program=str(raw.get("program") or ""),
                           program_version=str(raw.get("program_digest") or ""), status=str(raw.get("status")),
                           active_agent=active, turn=int(raw.get("turn", 0)),

@@ -100,9 +100,8 @@ class LeaseRenewer:
             with self._lock:
                 now = time.monotonic()
                 due = [(key, renew, every) for key, (renew, every, at) in self._held.items() if at <= now]
-                for key, _, every in due:
-                    renew_fn = self._held[key][0]
-                    self._held[key] = (renew_fn, every, now + every)
+                for key, renew, every in due:
+                    self._held[key] = (renew, every, now + every)
             for key, renew, _ in due:
                 try:
                     still_ours = renew()

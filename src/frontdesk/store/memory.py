@@ -20,6 +20,7 @@ from frontdesk.store.base import (
     renumber,
     utc_now,
 )
+from frontdesk.store.longterm import DictMemoryStore
 
 
 @dataclass
@@ -41,6 +42,8 @@ class MemorySessionStore:
         self._touch_counter = 0
         self._lock = threading.Lock()
         self._session_locks: dict[str, threading.Lock] = {}
+        self._programs: dict[str, str] = {}  # program versions: digest -> IR (JSON)
+        self._memory = DictMemoryStore()  # persistent memory, as long as this store
 
     def __repr__(self) -> str:
         return f"MemorySessionStore({len(self._sessions)} sessions)"
@@ -136,21 +139,15 @@ class MemorySessionStore:
 
     def save_program(self, digest: str, ir_json: str) -> None:
         with self._lock:
-            self._programs = getattr(self, "_programs", {})
             self._programs.setdefault(digest, ir_json)
 
     def load_program(self, digest: str) -> str | None:
         with self._lock:
-            return getattr(self, "_programs", {}).get(digest)
+            return self._programs.get(digest)
 
-    def memory_store(self):
+    def memory_store(self) -> DictMemoryStore:
         """Persistent memory kept as long as this store (one for every caller of this store)."""
-        from frontdesk.store.longterm import DictMemoryStore
-
-        with self._lock:
-            if getattr(self, "_memory", None) is None:
-                self._memory = DictMemoryStore()
-            return self._memory
+        return self._memory
 
     def close(self) -> None:
         pass
