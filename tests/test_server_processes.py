@@ -23,17 +23,14 @@ import sys
 import textwrap
 import threading
 import time
-import uuid
 from pathlib import Path
 
 import httpx
 import pytest
+from live_stores import postgres_store_url, redis_store_url
 
 pytestmark = pytest.mark.slow
 
-REDIS_URL = "redis://127.0.0.1:6379/0"
-POSTGRES_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
-RUN = uuid.uuid4().hex[:8]
 TOKEN = "proc-token-1"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 READY_WITHIN = 60.0  # seconds a server may take to answer /ready
@@ -86,18 +83,6 @@ def free_port() -> int:
 
 # ---- stores ------------------------------------------------------------------------------------------
 
-def _redis_reason() -> str | None:
-    try:
-        import redis
-    except ImportError:
-        return "the 'redis' package is not installed"
-    try:
-        redis.Redis.from_url(REDIS_URL, socket_connect_timeout=1).ping()
-    except redis.RedisError as exc:
-        return f"no Redis server at {REDIS_URL}: {exc}"
-    return None
-
-
 @pytest.fixture
 def backend() -> str:
     return "sqlite"
@@ -109,38 +94,9 @@ def store_url(backend, tmp_path):
     if backend == "sqlite":
         yield str(tmp_path / "sessions.sqlite3")
         return
-    if backend == "redis":
-        reason = _redis_reason()
-        if reason:
-            pytest.skip(reason)
-        import redis
-
-        prefix = f"frontdesk-proc-test-{RUN}-{uuid.uuid4().hex[:6]}:"
-        try:
-            yield f"{REDIS_URL}?prefix={prefix}"
-        finally:
-            client = redis.Redis.from_url(REDIS_URL)
-            keys = list(client.scan_iter(f"{prefix}*"))
-            if keys:
-                client.delete(*keys)
-            client.close()
-        return
-    assert backend == "postgres", backend
-    try:
-        import psycopg
-    except ImportError:
-        pytest.skip("psycopg 3 is not installed")
-    try:
-        admin = psycopg.connect(POSTGRES_ADMIN_URL, autocommit=True, connect_timeout=2)
-    except psycopg.Error as exc:
-        pytest.skip(f"no PostgreSQL server at {POSTGRES_ADMIN_URL}: {exc}")
-    name = f"frontdesk_proc_{RUN}_{uuid.uuid4().hex[:6]}"
-    admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield f"postgresql://postgres@127.0.0.1:5432/{name}"
-    finally:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        admin.close()
+    assert backend in ("redis", "postgres"), backend
+    with (redis_store_url("proc") if backend == "redis" else postgres_store_url("proc")) as url:
+        yield url
 
 
 # ---- server processes --------------------------------------------------------------------------------

@@ -9,7 +9,6 @@ import sys
 import textwrap
 import threading
 import time
-import uuid
 from pathlib import Path
 
 import pytest
@@ -17,57 +16,19 @@ import pytest
 from frontdesk.store import ConflictError, LockTimeout, open_store
 from frontdesk.store.memory import MemorySessionStore
 from frontdesk.store.sqlite import SqliteSessionStore
-
-REDIS_URL = "redis://127.0.0.1:6379/0"
-POSTGRES_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
-RUN = uuid.uuid4().hex[:8]
-
-
-def _redis_reason() -> str | None:
-    try:
-        import redis
-    except ImportError:
-        return "the 'redis' package is not installed"
-    try:
-        redis.Redis.from_url(REDIS_URL, socket_connect_timeout=1).ping()
-    except redis.RedisError as exc:
-        return f"no Redis server at {REDIS_URL}: {exc}"
-    return None
-
+from live_stores import postgres_store_url, redis_store_url
 
 @pytest.fixture(scope="module")
 def postgres_url():
-    """A database of its own for this test run, dropped at the end."""
-    try:
-        import psycopg
-    except ImportError:
-        pytest.skip("psycopg 3 is not installed")
-    try:
-        admin = psycopg.connect(POSTGRES_ADMIN_URL, autocommit=True, connect_timeout=2)
-    except psycopg.Error as exc:
-        pytest.skip(f"no PostgreSQL server at {POSTGRES_ADMIN_URL}: {exc}")
-    name = f"frontdesk_test_{RUN}"
-    admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield f"postgresql://postgres@127.0.0.1:5432/{name}"
-    finally:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        admin.close()
+    """A database of its own for this module, dropped at the end."""
+    with postgres_store_url("test") as url:
+        yield url
 
 
 @pytest.fixture
 def redis_url():
-    reason = _redis_reason()
-    if reason:
-        pytest.skip(reason)
-    import redis
-
-    prefix = f"frontdesk-test-{RUN}-{uuid.uuid4().hex[:6]}:"
-    yield f"{REDIS_URL}?prefix={prefix}"
-    client = redis.Redis.from_url(REDIS_URL)
-    keys = list(client.scan_iter(f"{prefix}*"))
-    if keys:
-        client.delete(*keys)
+    with redis_store_url("test") as url:
+        yield url
 
 
 @pytest.fixture(params=["memory", "sqlite", "redis", "postgres"])
