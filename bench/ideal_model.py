@@ -47,6 +47,12 @@ SET_ARGS_TOOL = getattr(_prompts, "SET_ARGS_TOOL", "set_args")
 FINISH_TOOL = getattr(_prompts, "FINISH_TOOL", "finish")
 HAND_BACK_TOOL = getattr(_prompts, "HAND_BACK_TOOL", "hand_back")
 NONE_CHOICE = getattr(_prompts, "NONE_CHOICE", "none")
+GUARD_TOOL = getattr(_prompts, "GUARD_TOOL", "guardrail")
+BLOCKED_CHOICE = getattr(_prompts, "BLOCKED_CHOICE", "blocked")
+JUDGE_TOOL = getattr(_prompts, "JUDGE_TOOL", "judge")
+SELECT_TOOL = getattr(_prompts, "SELECT_TOOL", "select")
+PASS_TOOL = getattr(_prompts, "PASS_TOOL", "pass_to")
+GUARD_REPLY = "Sorry, I can only help with books, orders and our store's policies."
 try:
     from frontdesk.runtime.prompts import NO_ANSWER
 except ImportError:  # pragma: no cover
@@ -140,6 +146,7 @@ class TurnOracle:
     model: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # agent -> its responses, in order
     evidence: str | None = None  # text the right knowledge passage holds
     answer: str | None = None  # the knowledge answer, when the evidence is found
+    blocked: bool = False  # an input guardrail should stop the message
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "TurnOracle":
@@ -149,7 +156,7 @@ class TurnOracle:
         return cls(user=str(data["user"]), agents=[str(a) for a in data.get("agents") or []],
                    then=[str(a) for a in data.get("then") or []], means=data.get("means"),
                    args=dict(data.get("args") or {}), model=model, evidence=data.get("evidence"),
-                   answer=data.get("answer"))
+                   answer=data.get("answer"), blocked=bool(data.get("blocked")))
 
 
 def step_tool_calls(step: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
@@ -208,6 +215,10 @@ def agent_of_request(system: str, kind: str, catalog: AgentCatalog, offered: set
 
 
 def request_kind(tool_names: list[str]) -> str:
+    for tool, kind in ((GUARD_TOOL, "guard"), (JUDGE_TOOL, "judge"), (SELECT_TOOL, "select"),
+                       (PASS_TOOL, "kb_answer")):
+        if tool in tool_names:
+            return kind
     if ROUTE_TOOL in tool_names:
         return "route"
     if UNDERSTAND_TOOL in tool_names:
@@ -265,8 +276,33 @@ class IdealModel:
         kind = request_kind(tool_names)
         system = "\n".join(m.get("content") or "" for m in messages if m.get("role") == "system")
         with self.lock:
-            agent = agent_of_request(system, kind, self.catalog, set(tool_names)) if kind != "route" else None
-            if kind == "route":
+            agent = agent_of_request(system, kind, self.catalog, set(tool_names)) \
+                if kind not in ("route", "guard", "select") else None
+            if kind == "guard":
+                allowed = not self.oracle.blocked
+                content, calls = None, [(GUARD_TOOL, {"allowed": allowed} if allowed else
+                                         {"allowed": False, "reply": GUARD_REPLY})]
+                answer = "allowed" if allowed else "blocked"
+            elif kind == "judge":
+                # the draft of the agent the oracle gives the message to (first) is the satisfactory one
+                good = bool(self.oracle.agents) and agent == self.oracle.agents[0]
+                content, calls, answer = None, [(JUDGE_TOOL, {"satisfactory": good})], f"judge {agent} {good}"
+            elif kind == "select":
+                enum = (schemas[SELECT_TOOL].get("properties", {}).get("agent", {}).get("enum") or [])
+                pick = next((a for a in self.oracle.agents if a in enum), NONE_CHOICE)
+                content, calls, answer = None, [(SELECT_TOOL, {"agent": pick})], f"select {pick}"
+            elif kind == "route" and self.oracle.blocked and BLOCKED_CHOICE in (
+                    schemas[ROUTE_TOOL].get("properties", {}).get("agent", {}).get("enum") or []):
+                content, calls, answer = None, [(ROUTE_TOOL, {"agent": BLOCKED_CHOICE, "reply": GUARD_REPLY})], \
+                    "route blocked"
+            elif kind == "kb_answer" and PASS_TOOL in schemas and self.oracle.agents \
+                    and self.oracle.agents[0] != agent:
+                # an autonomous knowledge agent reading a message for another agent names it
+                enum = schemas[PASS_TOOL].get("properties", {}).get("agent", {}).get("enum") or []
+                to = next((a for a in self.oracle.agents if a in enum), None)
+                content, calls, answer = (None, [(PASS_TOOL, {"agent": to})], f"pass_to {to}") if to else \
+                    (NO_ANSWER, [], "no answer")
+            elif kind == "route":
                 content, calls, answer = self._route(messages, schemas[ROUTE_TOOL])
             elif kind == "understand":
                 content, calls, answer = self._understand(agent, system, schemas[UNDERSTAND_TOOL])

@@ -19,7 +19,7 @@ Modes: llm (the ideal model decides everything, no embeddings), hybrid (the loca
 decides when sure, the ideal model otherwise), offline (no endpoint: local embeddings and the local
 generator; reply wording is not judged), all.
 
-Run: python bench/intent_shift.py [--mode llm|hybrid|offline|all] [--dialogue NAME] [-v] [--json FILE]
+Run: python bench/intent_shift.py [--mode llm|hybrid|offline|all] [--dir PATH] [--dialogue NAME] [-v] [--json FILE]
 """
 
 from __future__ import annotations
@@ -88,7 +88,8 @@ class DialogueError(ValueError):
     """A dialogue file that does not fit its program (an unknown agent, tool or key)."""
 
 
-TURN_KEYS = {"user", "agents", "then", "means", "args", "model", "evidence", "answer", "tools", "says", "fallback"}
+TURN_KEYS = {"user", "agents", "then", "means", "args", "model", "evidence", "answer", "tools", "says", "fallback",
+             "blocked"}
 
 
 def load_dialogue(path: Path, program) -> Dialogue:
@@ -196,6 +197,11 @@ def check_turn(turn: Turn, events: list[dict[str, Any]], members: set[str], side
     for i in unmatched:
         if called[i][0] in side_effects:
             problems.append(f"unexpected {called[i][0]}({_short(called[i][1])})")
+    blocked = any(e["type"] == "guardrail_verdict" and e["data"].get("allowed") is False for e in events)
+    if blocked and not turn.oracle.blocked:
+        problems.append("a guardrail blocked the message")
+    elif turn.oracle.blocked and not blocked:
+        problems.append("expected a guardrail to block the message")
     fallbacks = [e for e in events if e["type"] == "fallback"]
     if fallbacks and not turn.fallback:
         problems.append(f"fallback by {fallbacks[0].get('agent')}: {fallbacks[0]['data'].get('reason', '')}")
@@ -329,6 +335,7 @@ class Bench:
         self._programs: dict[str, Any] = {}
         self._models: dict[str, tuple] = {}
         self.notes: set[str] = set()
+        self.engine_options: dict[str, Any] = {}  # e.g. orchestration= (bench/orchestration.py)
 
     def program(self, name: str):
         if name not in self._programs:
@@ -363,7 +370,7 @@ class Bench:
         with tempfile.TemporaryDirectory() as data, environment(FRONTDESK_EXAMPLE_DB_DIR=data,
                                                                   FRONTDESK_EXAMPLE_TODAY=TODAY):
             engine = Engine(program, llm, MemorySessionStore(), understanding=understanding,
-                            knowledge=knowledge_for(program, embedder))
+                            knowledge=knowledge_for(program, embedder), **self.engine_options)
             session = engine.start(program_label=dialogue.name).session_id
             for turn in dialogue.turns:
                 if model is not None:
@@ -452,6 +459,8 @@ def markdown(report: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--mode", choices=MODES + ("all",), default="llm")
+    parser.add_argument("--dir", type=Path, default=DIALOGUES,
+                        help="the folder of dialogue files (default: bench/intent_shift/)")
     parser.add_argument("--dialogue", action="append", help="run only this dialogue (repeatable)")
     parser.add_argument("--examples", type=Path, help="the example programs (default: beside the frontdesk imported)")
     parser.add_argument("--json", type=Path, help="write the results as JSON to this file")
@@ -460,12 +469,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parser.parse_args(argv)
 
     examples = args.examples or examples_root()
-    paths = sorted(DIALOGUES.glob("*.yml"))
+    paths = sorted(args.dir.glob("*.yml"))
+    if not paths:
+        raise SystemExit(f"no dialogue files (*.yml) in {args.dir}")
     if args.dialogue:
         paths = [p for p in paths if p.stem in args.dialogue]
         missing = set(args.dialogue) - {p.stem for p in paths}
         if missing:
-            raise SystemExit(f"no dialogue {', '.join(sorted(missing))} in {DIALOGUES}")
+            raise SystemExit(f"no dialogue {', '.join(sorted(missing))} in {args.dir}")
     modes = MODES if args.mode == "all" else (args.mode,)
     counter = TokenCounter()
     report: dict[str, Any] = {"examples": str(examples), "tokenizer": counter.name, "modes": {}}

@@ -275,6 +275,14 @@ def _short(value, limit: int = 140) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _check_orchestration(name: str | None) -> None:
+    from frontdesk.ir.models import ORCHESTRATION_STRATEGIES
+
+    if name is not None and name not in ORCHESTRATION_STRATEGIES:
+        _error(f"--orchestration must be one of {', '.join(ORCHESTRATION_STRATEGIES)}, not {name!r}")
+        raise typer.Exit(2)
+
+
 @app.command()
 def chat(
     program: str = typer.Argument(..., help="A program file or the folder that holds it."),
@@ -284,6 +292,9 @@ def chat(
     trace: bool = typer.Option(False, "--trace", help="Show every runtime decision as it happens."),
     session: Optional[str] = typer.Option(None, "--session", help="Continue this session instead of starting one."),
     store: str = typer.Option(None, "--store", help="Session store: a SQLite path or 'memory'. [default: .frontdesk/sessions.sqlite3]"),
+    orchestration: Optional[str] = typer.Option(None, "--orchestration", help="How ensembles and supervisors "
+                                                "orchestrate their members, overriding the program: adaptive (the "
+                                                "default), proactive, merging, autonomous, first-success, best-of-n."),
 ) -> None:
     """Chat with a program in the terminal (reads lines from stdin when it is not a terminal)."""
     from frontdesk.app import knowledge_for
@@ -293,6 +304,7 @@ def chat(
     from frontdesk.testing import ConversationRun, clock_for
 
     prog, _ = _load(program)
+    _check_orchestration(orchestration)
     spec = _load_script(script) if script else None
     try:
         clock = clock_for((spec or {}).get("today"))
@@ -305,7 +317,7 @@ def chat(
     session_store = _open_store(store_name)
     knowledge = knowledge_for(prog, models.embedder, on_progress=IndexProgressBar())
     engine = Engine(prog, llm, session_store, understanding=models.understanding, knowledge=knowledge,
-                    clock=clock)
+                    clock=clock, orchestration=orchestration)
     interactive = sys.stdin.isatty() and script is None
     inputs = list((spec or {}).get("user") or []) if script else None
     turns = []
@@ -523,6 +535,9 @@ def serve(
     idle_expiry: float = typer.Option(0, "--expire-idle", help="Delete sessions idle this many seconds (0: keep)."),
     tokens_file: Optional[Path] = typer.Option(None, "--tokens-file", help="API tokens, one per line "
                                                "(name=token names its user); added to FRONTDESK_API_TOKENS."),
+    orchestration: Optional[str] = typer.Option(None, "--orchestration", help="How ensembles and supervisors "
+                                                "orchestrate their members, overriding the program: adaptive (the "
+                                                "default), proactive, merging, autonomous, first-success, best-of-n."),
 ) -> None:
     """Serve programs over HTTP: a web chat at /, the JSON API under /v1 (server-sent events), /metrics.
 
@@ -536,6 +551,7 @@ def serve(
     if strategy not in STRATEGIES:
         _error(f"--strategy must be one of {', '.join(STRATEGIES)}, not {strategy!r}")
         raise typer.Exit(2)
+    _check_orchestration(orchestration)
     made_token = None
     tokens = tokens_from_env()
     if tokens_file is not None:
@@ -548,7 +564,7 @@ def serve(
         made_token = secrets.token_urlsafe(18)
         tokens = tokens_from_env(made_token)
     settings = ServerSettings(tokens=tokens, max_message_chars=max_message_chars, max_turns=max_turns,
-                              strategy=strategy, expire_idle_after=idle_expiry)
+                              strategy=strategy, expire_idle_after=idle_expiry, orchestration=orchestration)
     loaded, sources = {}, {}
     for given in programs:
         prog, _ = _load(given)
@@ -658,6 +674,8 @@ def describe(
     program: str = typer.Argument(..., help="A program file or the folder that holds it."),
     agent: Optional[str] = typer.Option(None, "--agent", help="Only this agent's calls."),
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write the ACDL here instead of stdout."),
+    orchestration: Optional[str] = typer.Option(None, "--orchestration", help="Describe the routers' calls under "
+                                                "this strategy instead of their own."),
 ) -> None:
     """Write, in ACDL, every kind of LLM call the runtime makes for a program."""
     from frontdesk.runtime.describe import describe_program
@@ -666,7 +684,8 @@ def describe(
     if agent is not None and agent not in prog.agents:
         _error(f"no agent {agent!r}; agents: {', '.join(prog.agents)}")
         raise typer.Exit(2)
-    text = describe_program(prog, agent, label=program)
+    _check_orchestration(orchestration)
+    text = describe_program(prog, agent, label=program, orchestration=orchestration)
     if output:
         output.write_text(text, encoding="utf-8")
         err.print(Text(f"wrote {output}"))

@@ -20,6 +20,7 @@ def agent_edges(program: Program) -> dict[str, list[tuple[str, Span | None]]]:
                     edges[name].append((node.target, node.span))
         if isinstance(agent, RouterAgent):
             edges[name].extend((m.agent, m.span) for m in agent.members if m.agent in program.agents)
+            edges[name].extend((g, agent.span) for g in agent.guardrails if g in program.agents)
     return edges
 
 

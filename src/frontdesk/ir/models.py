@@ -335,11 +335,23 @@ class RouterMember(IRModel):
     span: Span | None = None
 
 
+# How a router can orchestrate its members (runtime/orchestration.py): the five methods of the ADL paper
+# (section 4) and Frontdesk's own default, `adaptive`.
+ORCHESTRATION_STRATEGIES = ("adaptive", "proactive", "merging", "autonomous", "first-success", "best-of-n")
+DEFAULT_ORCHESTRATION = "adaptive"
+
+
 class RouterAgent(AgentBase):
     kind: Literal["router"] = "router"
     members: list[RouterMember]
     instructions: str | None = None
     default: str | None = None  # the member a message no rule fits goes to (ABL ROUTING DEFAULT)
+    # how the router orchestrates its members (runtime/orchestration.py: adaptive, proactive, merging,
+    # autonomous, first-success, best-of-n); None: the program's, else the runtime's default
+    strategy: str | None = None
+    # LLM agents that check each user message before a member handles it (input guardrails of the ADL
+    # paper, section 2): each answers allowed or blocked, with the reply to give when blocked
+    guardrails: list[str] = Field(default_factory=list)
     _by_agent: tuple[int, dict[str, RouterMember]] | None = PrivateAttr(default=None)
 
     def member(self, agent: str) -> RouterMember | None:
@@ -599,6 +611,8 @@ class ProgramSettings(IRModel):
     # Project defaults of ABL supervisors' pre-classification pipeline (abl-specification 3.15), under an
     # agent's own EXECUTION.pipeline and over the system defaults.
     pipeline: dict[str, Any] = Field(default_factory=dict)
+    # the orchestration strategy of routers that name none (`orchestration:` in config.yml)
+    orchestration: str | None = None
 
 
 class Program(IRModel):

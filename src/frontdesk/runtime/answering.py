@@ -137,7 +137,8 @@ class KnowledgeExecutor:
         passages = [p for p in passages if p.score >= PASSAGE_FLOOR]
         ctx.log.emit("step", agent.name, action="retrieve", question=question,
                      passages=[{"source": p.source, "score": round(p.score, 3)} for p in passages])
-        if not passages:
+        others = self._successors(agent, ctx)
+        if not passages and not others:
             return self._no_answer(agent, frame, ctx, "no passage matches the question")
         if not ctx.llm_classifies:
             # No LLM, or one too small to ground an answer: quote what the sources say.
@@ -148,14 +149,25 @@ class KnowledgeExecutor:
         history = ctx.state.history
         asked_at = max((i for i, item in enumerate(history) if item.role == "user"), default=len(history))
         earlier = prompts.history_messages(history[:asked_at], KB_HISTORY_MESSAGES)
-        request = build_answer_request(question, passages, earlier, agent)
+        request = build_answer_request(question, passages, earlier, agent, others=others)
         try:
             response = ctx.complete(request, agent.name)
         except LLMError as exc:
             ctx.log.emit("error", agent.name, where="knowledge answer", message=str(exc))
             ctx.say(agent.name, "Here is what I found: " + passages[0].text.strip(), frame)
             return Outcome.done("success", "answered with the best passage (no LLM)")
+        passed = self._passed_to(response, others)
+        if passed is not None:  # autonomous: the message is for another agent, named by this one
+            ctx.input.give_back(frame, f"{prompts.PASS_TOOL} {passed}")
+            ctx.input.also = passed
+            ctx.log.emit("route_decided", agent.name, agent=passed, by="autonomous",
+                         reason=f"{agent.name} named the agent the message is for")
+            return Outcome.done("success", f"passed the message to {passed}")
         answer = (response.content or "").strip()
+        if (not answer or NO_ANSWER in answer) and others:
+            # autonomous: not a question it can answer; the router decides who gets it
+            ctx.input.give_back(frame, "the sources do not answer it")
+            return Outcome.done("success", "gave the message back")
         if not answer or NO_ANSWER in answer:
             return self._no_answer(agent, frame, ctx, "the sources do not answer the question")
         ctx.say(agent.name, answer, frame)
@@ -163,6 +175,29 @@ class KnowledgeExecutor:
 
     def child_finished(self, frame: Frame, child, ctx: TurnContext) -> None:
         pass
+
+    @staticmethod
+    def _successors(agent: KnowledgeAgent, ctx: TurnContext) -> list:
+        """Under the `autonomous` strategy, the knowledge agent that answered last reads the next message
+        first: the other members it may name instead of answering (none otherwise)."""
+        if ctx.orchestration.get("autonomous") != agent.name:
+            return []
+        from frontdesk.runtime.orchestration import governing
+
+        found = governing(ctx)
+        if found is None:
+            return []
+        router = found[1]
+        return [ctx.program.agents[m.agent] for m in router.members
+                if m.agent != agent.name and m.agent in ctx.program.agents and m.agent not in ctx.input.passed]
+
+    @staticmethod
+    def _passed_to(response, others: list) -> str | None:
+        names = {a.name for a in others}
+        for call in response.tool_calls or []:
+            if call.name == prompts.PASS_TOOL and call.arguments.get("agent") in names:
+                return call.arguments["agent"]
+        return None
 
     def _no_answer(self, agent: KnowledgeAgent, frame: Frame, ctx: TurnContext, reason: str) -> Outcome:
         ctx.log.emit("fallback", agent.name, reason=reason,

@@ -212,6 +212,9 @@ class TurnContext:
     # newer message supersedes this turn; once a tool has run the turn is kept and finishes
     preempt: Callable[[], bool] | None = None
     tool_ran: bool = False
+    # the router's orchestration strategy at work in this turn (runtime/orchestration.py): "speculative" in
+    # a best-of-n / first-success candidate's own context, "guarded" once the input guardrails passed, ...
+    orchestration: dict = field(default_factory=dict)
 
     def new_frame_id(self) -> str:
         fid = f"f{self.state.next_frame}"
@@ -527,6 +530,9 @@ class TurnContext:
                           duration_ms=round((time.perf_counter() - started) * 1000, 1))
             raise
         duration_ms = round((time.perf_counter() - started) * 1000, 1)
+        # a best-of-n / first-success draft's call, or one of the chosen draft's answers replayed: the
+        # call was made while drafting (for traces and the cost benchmark, which model drafts as concurrent)
+        drafted = self.orchestration.get("draft") or (getattr(self.llm, "replayed", None) and self.orchestration.get("forced"))
         self.state.tokens["prompt"] += response.usage.prompt_tokens
         self.state.tokens["completion"] += response.usage.completion_tokens
         self.state.tokens["calls"] += 1
@@ -537,7 +543,7 @@ class TurnContext:
             response={"content": response.content,
                       "tool_calls": [c.model_dump() for c in response.tool_calls]},
             prompt_tokens=response.usage.prompt_tokens, completion_tokens=response.usage.completion_tokens,
-            duration_ms=duration_ms,
+            duration_ms=duration_ms, **({"draft": drafted} if drafted else {}),
         )
         self.check_preempted()  # the answer is recorded; nothing has acted on it yet
         return response
@@ -675,6 +681,11 @@ class TurnContext:
             args, pending.args = approval.args, approval.args
             pending.result = approval.result  # declined: an error result, never retried by ON_ERROR
         ran = pending.result is None  # not answered by a hook, a rule or a declined confirmation
+        if ran and self.orchestration.get("speculative"):
+            # a best-of-n / first-success draft stops before anything lasting: the chosen one runs for real
+            from frontdesk.runtime.orchestration import SpeculationStop
+
+            raise SpeculationStop(tool, dict(args), caller)
         if ran:
             self.check_preempted()
             self.tool_ran = True  # what a tool did is kept: the turn can no longer be superseded

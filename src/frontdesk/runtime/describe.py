@@ -8,6 +8,7 @@ does not depend on the data, so the description cannot drift from what is sent.
 from __future__ import annotations
 
 from frontdesk.ir.models import (
+    DEFAULT_ORCHESTRATION,
     BranchNode,
     ClaimsCondition,
     FlowAgent,
@@ -65,8 +66,31 @@ def _guardrail_plans(agent) -> list[PromptPlan]:
     return out
 
 
-def plans(program: Program, agent: str | None = None) -> list[PromptPlan]:
-    """The prompt plan of every kind of LLM call the runtime can make for the program."""
+def _strategy_plans(router: RouterAgent, program: Program, members: list, strategy: str) -> list[PromptPlan]:
+    """The calls a router makes under its orchestration strategy (runtime/orchestration.py)."""
+    window = program.settings.history_window
+    guards = [program.agents[g] for g in router.guardrails if g in program.agents]
+    out = [] if strategy == "merging" else [prompts.guard_plan(g, []) for g in guards]
+    if strategy in ("merging", "adaptive") and guards:
+        out.append(prompts.merged_route_plan(router, members, guards, [], window))
+    if strategy in ("first-success", "best-of-n"):
+        out.append(prompts.judge_plan(router, "", "", []) if strategy == "first-success"
+                   else prompts.select_plan(router, [], []))
+    elif not (strategy == "merging" and guards):
+        out.append(prompts.route_plan(router, members, [], window))
+    if strategy == "autonomous":
+        for kb in (m for m in members if isinstance(m, KnowledgeAgent)):
+            plan = prompts.kb_answer_plan(kb, "", "", [], NO_ANSWER, [m for m in members if m is not kb])
+            plan.name, plan.comment = f"AnswerOrPass_{kb.name}", plan.comment + f" (tool: {prompts.PASS_TOOL})"
+            out.append(plan)
+    for plan in out:
+        plan.comment += f"\norchestration: {strategy}"
+    return out
+
+
+def plans(program: Program, agent: str | None = None, orchestration: str | None = None) -> list[PromptPlan]:
+    """The prompt plan of every kind of LLM call the runtime can make for the program (its routers under
+    `orchestration` when given, else under their own strategies)."""
     window = program.settings.history_window
     out: list[PromptPlan] = []
     for a in program.agents.values():
@@ -79,7 +103,8 @@ def plans(program: Program, agent: str | None = None) -> list[PromptPlan]:
 
                 if PipelineConfig.of(a, program).enabled:  # ABL 3.15: the classifier's call comes first
                     out.append(prompts.classify_plan(a, members, ""))
-                out.append(prompts.route_plan(a, members, [], window))
+                strategy = orchestration or a.strategy or program.settings.orchestration or DEFAULT_ORCHESTRATION
+                out.extend(_strategy_plans(a, program, members, strategy))
         elif isinstance(a, FlowAgent):
             if _flow_needs_understanding(a):
                 out.append(prompts.understand_plan(a, [("1", ["example"])], [], ["arg"], [], window))
@@ -97,8 +122,9 @@ def plans(program: Program, agent: str | None = None) -> list[PromptPlan]:
     return out
 
 
-def describe_program(program: Program, agent: str | None = None, label: str = "the program") -> str:
+def describe_program(program: Program, agent: str | None = None, label: str = "the program",
+                     orchestration: str | None = None) -> str:
     parts = [HEADER.format(program=label)]
-    for plan in plans(program, agent):
+    for plan in plans(program, agent, orchestration):
         parts.append(plan.acdl())
     return "\n\n".join(parts) + "\n"

@@ -16,7 +16,7 @@ from frontdesk.expr.evaluator import EvalEnv
 from frontdesk.ir.models import InactivityRule, Program
 from frontdesk.llm.base import LLM
 from frontdesk.nlu.base import Understanding
-from frontdesk.runtime import escalation
+from frontdesk.runtime import escalation, orchestration
 from frontdesk.runtime.answering import KnowledgeCache, KnowledgeExecutor
 from frontdesk.runtime.context import (
     BotMessage,
@@ -127,8 +127,10 @@ class Engine:
                  listener: Callable[[Event], None] | None = None,
                  understanding: Understanding | None = None, knowledge: KnowledgeCache | None = None,
                  memory: MemoryStore | None = None, hooks: list[object] | None = None,
-                 random: Random | None = None) -> None:
+                 random: Random | None = None, orchestration: str | None = None) -> None:
         self.program = program
+        # the strategy every router runs, whatever the program says (`--orchestration`); None: the program's
+        self.orchestration = orchestration
         self.llm = llm
         self.store = store
         self.tools = tools or ProgramToolRunner(program)
@@ -388,7 +390,11 @@ class Engine:
         active = next((f.agent for f in reversed(ctx.state.stack) if f.graph == "main"), None)
         ctx.log.emit("execution.started", active, agent=active, turn=ctx.state.turn)
         if drive:
-            self._drive(ctx)
+            try:
+                if not orchestration.before_turn(self, ctx):  # guardrails, routing first, drafting
+                    self._drive(ctx)
+            finally:
+                orchestration.after_turn(ctx)
         if self.rules is not None and not held:  # ON_FAIL actions, every-turn constraints, after_turn hooks
             self.rules.after_drive(ctx, self)
         if not held:
@@ -431,6 +437,11 @@ class Engine:
         waits for the user (it is left on the stack). No exit policy starts another agent after the
         task's own, and the session never ends here."""
         return self._drive(ctx, task=True)
+
+    def drive_turn(self, ctx: TurnContext) -> None:
+        """Drive a context's stack as a turn does (a best-of-n / first-success draft runs on its own copy
+        of the session, see runtime/orchestration.py)."""
+        self._drive(ctx)
 
     def _drive(self, ctx: TurnContext, task: bool = False) -> ChildResult | None:
         stack = ctx.state.stack

@@ -463,7 +463,7 @@ def reasoning_request(agent: ReasoningAgent, values: dict[str, Any], messages: l
 
 
 def kb_answer_plan(agent: Agent, question: str, passages_text: str, earlier: list[ChatMessage],
-                   no_answer: str) -> PromptPlan:
+                   no_answer: str, others: list[Agent] = ()) -> PromptPlan:
     about = f" {agent.description.strip()}" if agent.description.strip() else ""
     system = Message("system", [
         Fixed("KB_ROLE", f'You are the knowledge-base assistant "{agent.name}".'),
@@ -474,6 +474,14 @@ def kb_answer_plan(agent: Agent, question: str, passages_text: str, earlier: lis
               f"contain the answer, reply with exactly {no_answer} and nothing else.\nAnswer briefly and "
               "directly, in the language of the question, as a customer-service reply. Do not mention the "
               "passages or their numbers; name a source only if the user asks where the information comes from."),
+        # `autonomous`: the knowledge agent that answered last reads the next message and names its successor
+        Maybe("sys.other_agents", [Fixed("PASS_ON_RULE", ""), Each("agent", "sys.other_agents",
+                                                                  [Value("sys.agent_description", "", "[agent]")])],
+              present=bool(others),
+              parts=[Fixed("PASS_ON_RULE", f"If the message is not a question for you but a request for one of these "
+                                           f"agents, call {PASS_TOOL} with its name instead of answering:"),
+                     Each("agent", "sys.other_agents", [Value("sys.agent_description", "", "[agent]")],
+                          [[_agent_line(a)] for a in others])]),
         Fixed("PASSAGES_HEADER", "\nPassages:"),
         Value("sys.retrieved_passages", passages_text, "[@T]",
               comment="the best chunks for the question, numbered, with their sources"),
@@ -516,6 +524,7 @@ def build_answer_request(
     history: list[ChatMessage],
     agent: KnowledgeAgent,
     history_limit: int = 6,
+    others: list[Agent] = (),
 ) -> LLMRequest:
     """The `kb_answer` request: answer `question` only from `passages`, or reply exactly NO_ANSWER."""
     earlier = [
@@ -526,9 +535,12 @@ def build_answer_request(
     if earlier and earlier[-1].role == "user" and earlier[-1].content.strip() == question.strip():
         earlier.pop()  # the caller already put the question into the history
     earlier = earlier[-history_limit:] if history_limit > 0 else []
-    plan = kb_answer_plan(agent, question, render_passages(passages), earlier, NO_ANSWER)
+    plan = kb_answer_plan(agent, question, render_passages(passages), earlier, NO_ANSWER, others)
+    tools = [ToolSchema(name=PASS_TOOL, description="Give the message to the agent it is for.",
+                        parameters={"type": "object", "properties": {"agent": {
+                            "type": "string", "enum": [a.name for a in others]}}, "required": ["agent"]})] if others else []
     return LLMRequest(purpose="kb_answer", messages=plan.render(), temperature=0.0, plan=plan.name,
-                      structure=plan.structure())
+                      structure=plan.structure(), tools=tools)
 
 
 def is_no_answer(reply: str | None) -> bool:
@@ -625,3 +637,121 @@ def classify_request(router: Agent, candidates: list[Agent], text: str, model: s
                           "confidence": {"type": "number"}}, "required": ["intent", "confidence"]})
     return _request("route", classify_plan(router, candidates, text), tools=[tool], tool_choice=CLASSIFY_TOOL,
                     max_tokens=CLASSIFY_MAX_TOKENS, model=model or None, timeout=CLASSIFY_TIMEOUT)
+
+
+# ---- orchestration strategies (runtime/orchestration.py) ---------------------------------------------
+
+GUARD_TOOL = "guardrail"  # {allowed, reply}: an input guardrail agent's verdict on the latest message
+BLOCKED_CHOICE = "blocked"  # route: the message breaks the guardrail merged into the routing call
+REPLY_FIELD = "reply"  # guardrail / route: what to tell the user when the message is blocked
+JUDGE_TOOL = "judge"  # {satisfactory}: first-success asks whether a member's reply will do
+SELECT_TOOL = "select"  # {agent}: best-of-n picks the best of the members' replies
+PASS_TOOL = "pass_to"  # {agent}: an autonomous knowledge agent names the agent a message is for
+ORCHESTRATION_PURPOSE = "route"
+# a guardrail judges the latest message, with just enough before it to read a short answer
+GUARD_WINDOW = 2
+
+
+def _guard_rules(guards: list[Agent]) -> Each:
+    return Each("guard", "sys.guardrail_agents", [Value("sys.guardrail.prompt", "", "[guard]")],
+                [[Value("sys.guardrail.prompt", f"- {(g.instructions or g.description or g.name).strip()}",
+                        "[guard]")] for g in guards])
+
+
+def guard_plan(guard: Agent, history: list[HistoryItem]) -> PromptPlan:
+    """An input guardrail agent reads the user's latest message before any member does."""
+    system = Message("system", [
+        Fixed("GUARD_ROLE", f'You are the input guardrail "{guard.name}" of a customer-service assistant. '
+                            "Check the user's latest message against your rule before any agent sees it. Call "
+                            f"{GUARD_TOOL} with allowed true when it may go on; with allowed false and a short, "
+                            "polite reply for the user when it breaks the rule."),
+        Fixed("GUARD_RULE_HEADER", "Rule:"),
+        Value("sys.guardrail.prompt", (getattr(guard, "instructions", None) or guard.description or "").strip()),
+    ])
+    return PromptPlan(f"Guard_{guard.name}", "[@T]", [system, conversation_message(history, GUARD_WINDOW)],
+                      comment=f"{guard.name}: an input guardrail checks the message (tool: {GUARD_TOOL})")
+
+
+def guard_request(guard: Agent, history: list[HistoryItem]) -> LLMRequest:
+    tool = ToolSchema(name=GUARD_TOOL, description="Whether the user's latest message may go on to the agents.",
+                      parameters={"type": "object", "properties": {
+                          "allowed": {"type": "boolean"}, REPLY_FIELD: {"type": "string"}}, "required": ["allowed"]})
+    return _request(ORCHESTRATION_PURPOSE, guard_plan(guard, history), tools=[tool], tool_choice=GUARD_TOOL)
+
+
+def merged_route_plan(router: Agent, candidates: list[Agent], guards: list[Agent], history: list[HistoryItem],
+                      window: int) -> PromptPlan:
+    """`merging`: the routing call with the router's guardrails folded into it (one call instead of two)."""
+    plan = route_plan(router, candidates, history, window)
+    system = plan.blocks[0]
+    system.parts += [
+        Fixed("MERGED_GUARD_HEADER", f'Before choosing, check the message against these rules; if it breaks one, '
+                                     f'choose "{BLOCKED_CHOICE}" and give a short, polite {REPLY_FIELD} for the user:'),
+        _guard_rules(guards),
+    ]
+    plan.name = f"RouteGuarded_{router.name}"
+    plan.comment += f"; guardrails merged in: {', '.join(g.name for g in guards)}"
+    return plan
+
+
+def merged_route_request(router: Agent, candidates: list[Agent], guards: list[Agent], history: list[HistoryItem],
+                         window: int) -> LLMRequest:
+    names = [a.name for a in candidates]
+    tool = ToolSchema(name=ROUTE_TOOL, description="Hand the user's latest message to an agent, or block it.",
+                      parameters={"type": "object", "properties": {
+                          "agent": {"type": "string", "enum": names + [NONE_CHOICE, BLOCKED_CHOICE]},
+                          REPLY_FIELD: {"type": "string"}}, "required": ["agent"]})
+    plan = merged_route_plan(router, candidates, guards, history, decision_window(window))
+    return _request("route", plan, tools=[tool], tool_choice=ROUTE_TOOL)
+
+
+def judge_plan(router: Agent, agent: str, reply: str, history: list[HistoryItem]) -> PromptPlan:
+    """`first-success`: after a member drafted its reply, is it a satisfactory answer to the message?"""
+    system = Message("system", [
+        Fixed("JUDGE_ROLE", f'You review a draft reply of the agent "{agent}" of a customer-service assistant. '
+                            f"Call {JUDGE_TOOL} with satisfactory true when it deals with the user's latest "
+                            "message (answers it, or rightly asks what the task needs next), false when the message "
+                            "is for another kind of agent or the draft does not help."),
+    ])
+    user = Message("user", [
+        Fixed("DRAFT_HEADER", "Draft reply:"),
+        Value("resp.draft_reply", reply, "[@T]", comment="what the member would say (and the tool it would call)"),
+    ])
+    plan = PromptPlan(f"Judge_{router.name}", "[@T]",
+                      [system, conversation_message(history, GUARD_WINDOW), user],
+                      comment=f"{router.name}: first-success judges a member's draft (tool: {JUDGE_TOOL})")
+    return plan
+
+
+def judge_request(router: Agent, agent: str, reply: str, history: list[HistoryItem]) -> LLMRequest:
+    tool = ToolSchema(name=JUDGE_TOOL, description="Whether the draft reply will do.",
+                      parameters={"type": "object", "properties": {"satisfactory": {"type": "boolean"}},
+                                  "required": ["satisfactory"]})
+    return _request(ORCHESTRATION_PURPOSE, judge_plan(router, agent, reply, history), tools=[tool],
+                    tool_choice=JUDGE_TOOL)
+
+
+def select_plan(router: Agent, drafts: list[tuple[str, str]], history: list[HistoryItem]) -> PromptPlan:
+    """`best-of-n`: every member drafted a reply at the same time; the best one is chosen."""
+    system = Message("system", [
+        Fixed("SELECT_ROLE", "Agents of a customer-service assistant each drafted a reply to the user's latest "
+                             f'message. Call {SELECT_TOOL} with the agent whose draft serves the user best, or '
+                             f'"{NONE_CHOICE}" when none does.'),
+    ])
+    user = Message("user", [
+        Fixed("DRAFTS_HEADER", "Drafts:"),
+        Each("draft", "resp.draft_replies", [Value("resp.draft_reply", "", "[draft]")],
+             [[Value("resp.draft_reply", f'- "{name}": {text}', "[draft]")] for name, text in drafts]),
+    ])
+    return PromptPlan(f"Select_{router.name}", "[@T]",
+                      [system, conversation_message(history, GUARD_WINDOW), user],
+                      comment=f"{router.name}: best-of-n selects among the members' drafts (tool: {SELECT_TOOL})")
+
+
+def select_request(router: Agent, drafts: list[tuple[str, str]], history: list[HistoryItem]) -> LLMRequest:
+    tool = ToolSchema(name=SELECT_TOOL, description="The agent whose draft is best.",
+                      parameters={"type": "object", "properties": {"agent": {
+                          "type": "string", "enum": [name for name, _ in drafts] + [NONE_CHOICE]}},
+                          "required": ["agent"]})
+    return _request(ORCHESTRATION_PURPOSE, select_plan(router, drafts, history), tools=[tool],
+                    tool_choice=SELECT_TOOL)

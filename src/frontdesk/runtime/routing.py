@@ -17,7 +17,7 @@ from frontdesk.ir.models import Handoff, Program, Ref, RouterAgent, RouterMember
 from frontdesk.llm.base import LLMError, LLMRequest, LLMResponse, ToolSchema
 from frontdesk.nlu.base import Option
 from frontdesk.nlu.matcher import polarity
-from frontdesk.runtime import prompts
+from frontdesk.runtime import orchestration, prompts
 from frontdesk.runtime.context import ChildResult, Outcome, TurnContext
 from frontdesk.runtime.events import register_event_type
 from frontdesk.runtime.policies import new_frame, policy_message, setup_frame
@@ -31,6 +31,7 @@ register_event_type("handoff_completed", "a member a supervisor handed the conve
 register_event_type("handoff_context", "what a member taking over from a supervisor is given (CONTEXT)",
                     ("target", "passed", "history", "messages"))
 RETURN_TO_PARENT = "__return_to_parent__"
+LAST_MEMBER = "last"  # RouterData.decisions: the member the router handed a message to most recently
 # A member suspended longer ago than this (in user turns) is not resumed unasked: the router offers it.
 STALE_AFTER_TURNS = 3
 ROUTE_APOLOGY = "Sorry, I'm having trouble right now. Could you say that again in a moment?"
@@ -69,6 +70,8 @@ class RouterExecutor:
         if chosen in ctx.input.passed or chosen not in {m.agent for m in router.members}:
             chosen = None
         chosen = chosen or self._by_condition(router, frame, ctx) or self._choose(router, frame, ctx)
+        if chosen == orchestration.BLOCKED:
+            return Outcome.wait()  # a guardrail stopped the message; the user was told
         if chosen == ASKED:
             ctx.input.state = "taken"
             frame.waiting = True
@@ -83,6 +86,7 @@ class RouterExecutor:
                 ctx.input.state = "taken"
                 return self._after_message(frame, ctx)
             return self._fallback(router, frame, ctx)
+        data.decisions[LAST_MEMBER] = chosen  # autonomous: the agent that reads the next message first
         suspended = ctx.threads_of(data.suspended)
         paused = next((t for t in reversed(suspended) if chosen in t.agents()), None)
         if paused is not None:
@@ -133,11 +137,22 @@ class RouterExecutor:
                 if m.agent in ctx.program.agents and m.agent not in ctx.input.passed]
 
     def _choose(self, router: RouterAgent, frame: Frame, ctx: TurnContext) -> str | None:
+        if ctx.orchestration.get("speculative") or ctx.orchestration.get("forced") \
+                or ctx.orchestration.get("no_draft"):
+            # a draft's member (or the chosen draft's) gave the message back, or no draft answered it: the
+            # strategy decided already; only the member it chose may still take it (an agent it had called
+            # gave it back), nobody else is asked
+            member = ctx.orchestration.get("draft") or ctx.orchestration.get("forced")
+            names = {m.agent for m in router.members}
+            return member if member in names and member not in ctx.input.passed else None
         candidates = self._candidates(router, frame, ctx)
         if not candidates:
             ctx.log.emit("route_decided", router.name, agent=None, by="none left",
                          reason="every member handed the message back")
             return None
+        strategy = orchestration.strategy_of(router, ctx)
+        if strategy != "adaptive":
+            return self._choose_by(strategy, router, frame, ctx, candidates)
         if len(candidates) == 1 and not ctx.input.passed:
             ctx.log.emit("route_decided", router.name, agent=candidates[0].name, by="only member")
             return candidates[0].name
@@ -170,16 +185,50 @@ class RouterExecutor:
         if decision is not None:
             ctx.log.emit("step", router.name, action="embedding unsure, asking the LLM", best=decision.best,
                          score=round(decision.score, 3), margin=round(decision.margin, 3))
-        request = self._route_request(router, candidates, ctx)
+        return self.llm_route(router, frame, ctx, candidates)
+
+    def _choose_by(self, strategy: str, router: RouterAgent, frame: Frame, ctx: TurnContext,
+                   candidates) -> str | None:
+        """The member for a message that reached the router itself, under one of the ADL paper's
+        strategies (runtime/orchestration.py): no local model decides a route."""
+        if strategy in orchestration.DRAFTING:
+            return None  # drafting happened before the agents ran; a message left over is not re-drafted
+        last = frame.data.decisions.get(LAST_MEMBER)  # type: ignore[union-attr]
+        if strategy == "autonomous" and last in {c.name for c in candidates} \
+                and ctx.program.agents[last].kind in ("knowledge", "reasoning"):
+            # the agent that answered last reads the message and names its successor if it is not its
+            ctx.log.emit("route_decided", router.name, agent=last, by="autonomous",
+                         reason="the agent that answered last reads the message first")
+            ctx.orchestration["autonomous"] = last
+            return last
+        return self.llm_route(router, frame, ctx, candidates)
+
+    @classmethod
+    def llm_route(cls, router: RouterAgent, frame: Frame, ctx: TurnContext, candidates) -> str | None:
+        """One routing call; its guardrails ride along unless they were checked already this turn.
+        BLOCKED when a guardrail stops the message (the user was told)."""
+        guards = orchestration.guard_agents(router, ctx)
+        merged = bool(guards) and not ctx.orchestration.get("guarded")
+        request = cls._route_request(router, candidates, ctx, guards if merged else [])
         try:
             response: LLMResponse | LLMError = ctx.complete(request, router.name)
         except LLMError as exc:
             response = exc
-        return self._routed(router, frame, ctx, response, {c.name for c in candidates})
+        if merged:
+            ctx.orchestration["guarded"] = True
+            if orchestration.routed_blocked(router, frame, ctx, response):
+                return orchestration.BLOCKED
+            ctx.log.emit("guardrail_verdict", guards[0].name, guard=", ".join(g.name for g in guards), allowed=True,
+                         by="merged into the routing call")
+        return cls._routed(router, frame, ctx, response, {c.name for c in candidates})
 
-    def _route_request(self, router: RouterAgent, candidates, ctx: TurnContext) -> LLMRequest:
-        return prompts.route_request(router, self._described(router, candidates), ctx.state.history,
-                                     ctx.program.settings.history_window)
+    @classmethod
+    def _route_request(cls, router: RouterAgent, candidates, ctx: TurnContext, guards=()) -> LLMRequest:
+        described = cls._described(router, candidates)
+        if guards:
+            return prompts.merged_route_request(router, described, list(guards), ctx.state.history,
+                                                ctx.program.settings.history_window)
+        return prompts.route_request(router, described, ctx.state.history, ctx.program.settings.history_window)
 
     @staticmethod
     def _routed(router: RouterAgent, frame: Frame, ctx: TurnContext, response: LLMResponse | LLMError,

@@ -255,7 +255,8 @@ def create_app(programs: Mapping[str, Program] | Iterable[tuple[str, Program]], 
             from frontdesk.app import knowledge_for
 
             knowledge = knowledge_for(program, made.embedder)
-        engine = Engine(program, llm, store, understanding=understanding, listener=hook, knowledge=knowledge)
+        engine = Engine(program, llm, store, understanding=understanding, listener=hook, knowledge=knowledge,
+                        orchestration=settings.orchestration)
         engine.add_hook(hook)
         for factory in subscriber_factories:
             engine.subscribe(factory(name))

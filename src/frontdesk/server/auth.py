@@ -50,6 +50,8 @@ class ServerSettings:
     # serial: one session's messages run one after another, each answered; preemptive: a message that
     # arrives while the session's turn runs supersedes it (until a tool has run), and is answered instead
     strategy: str = "serial"
+    # the orchestration strategy every router runs (runtime/orchestration.py); None: each program's own
+    orchestration: str | None = None
     inactivity_tick: float = 1.0  # seconds between runs of the inactivity timer (0: no timer)
     expire_idle_after: float = 0.0  # delete sessions idle this many seconds (0: keep them)
     follow_poll: float = 0.5  # seconds between looks at the store for turns other processes ran

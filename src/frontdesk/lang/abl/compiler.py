@@ -837,4 +837,5 @@ def _supervisor(doc: Document, sections: dict[str, Node], ctx: SectionContext, r
         ctx.error(codes.MISSING_KEY, f"supervisor {doc.name} routes to no agent",
                   doc.header, "list its agents under HANDOFF: (- TO: Agent) or AGENTS:")
     return RouterAgent(name=doc.name, description=description, args=args, members=list(members.values()),
-                       instructions=instructions or None, default=default, rules=rules, span=span)
+                       instructions=instructions or None, default=default, rules=rules, span=span,
+                       strategy=rules.execution.extra.get("orchestration"))

@@ -41,6 +41,8 @@ POLICY_TYPO = "ADL038"
 EMPTY_KB = "ADL039"
 UNREFERENCEABLE_ARG = "ADL044"
 IGNORED_TRIES = "ADL045"
+BAD_STRATEGY = "ADL046"
+BAD_GUARDRAIL = "ADL047"
 # Language-independent checks (frontdesk.analysis) report with these codes for ADL programs.
 UNREACHABLE_STEP = "ADL040"
 RECURSION = "ADL041"

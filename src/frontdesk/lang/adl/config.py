@@ -7,7 +7,7 @@ import stat
 from pathlib import Path
 
 from frontdesk.diagnostics import DiagnosticBag, did_you_mean
-from frontdesk.ir.models import ProgramSettings, ThresholdSettings, ToolLimits
+from frontdesk.ir.models import ORCHESTRATION_STRATEGIES, ProgramSettings, ThresholdSettings, ToolLimits
 
 from .source import read_yaml_text
 from .yamlnodes import YMap, YScalar, compose_yaml, kind_name, to_python
@@ -16,7 +16,7 @@ from .codes import CONFIG_IGNORED, WRONG_TYPE
 
 CONFIG_NAMES = ("config.yml", "config.yaml")
 _INT_KEYS = ("max_consecutive_fallbacks", "history_window")
-_KNOWN_KEYS = ("llm", "understanding", "tools", "pipeline") + _INT_KEYS
+_KNOWN_KEYS = ("llm", "understanding", "tools", "pipeline", "orchestration") + _INT_KEYS
 _TOOL_LIMITS = ("timeout", "output_chars", "result_chars")
 _DECISIONS = ("route", "claims")
 _THRESHOLDS = ("accept", "margin", "reject")
@@ -64,6 +64,14 @@ def _apply_setting(settings: ProgramSettings, key: YScalar, value, bag: Diagnost
     elif name == "pipeline":  # ABL supervisors' pre-classification defaults (abl-specification 3.15)
         if _is_mapping("pipeline", value, bag, "pipeline:\n  enabled: true\n  model: small-model"):
             settings.pipeline = to_python(value)
+    elif name == "orchestration":  # the strategy of ensembles that name none (runtime/orchestration.py)
+        text = value.text.strip().lower() if isinstance(value, YScalar) and value.value is not None else ""
+        if text in ORCHESTRATION_STRATEGIES:
+            settings.orchestration = text
+        else:
+            guess = did_you_mean(text, list(ORCHESTRATION_STRATEGIES)) if text else None
+            bag.error(WRONG_TYPE, f"'orchestration' must be one of {', '.join(ORCHESTRATION_STRATEGIES)}", value.span,
+                      hint=f"did you mean '{guess}'?" if guess else "for example orchestration: adaptive")
     elif name == "understanding":
         _apply_understanding(settings, value, bag)
     elif name == "tools":

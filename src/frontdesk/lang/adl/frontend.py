@@ -7,6 +7,7 @@ from pathlib import Path
 
 from frontdesk.diagnostics import DiagnosticBag, Span, did_you_mean
 from frontdesk.ir.models import (
+    ORCHESTRATION_STRATEGIES,
     ArgBinding,
     ArgDef,
     FaqEntry,
@@ -40,9 +41,10 @@ KIND_KEYS = {
     "knowledge": ("sources", "file", "faq"),
     "reasoning": ("prompt", "uses", "steps", "max_iterations"),
     "flow": ("steps",),
-    "router": ("contains", "prompt", "steps"),
+    "router": ("contains", "prompt", "steps", "strategy", "guardrails"),
 }
-ALL_BODY_KEYS = ("sources", "file", "faq", "prompt", "uses", "steps", "max_iterations", "contains")
+ALL_BODY_KEYS = ("sources", "file", "faq", "prompt", "uses", "steps", "max_iterations", "contains", "strategy",
+                 "guardrails")
 KB_FORBIDDEN = ("steps", "contains", "prompt", "uses")
 URL_PREFIXES = ("http://", "https://", "www.")
 
@@ -493,7 +495,46 @@ class AdlLowering:
             members = self.members(name, contains)
         prompt = node.get("prompt")
         instructions = self.text(prompt, "prompt") if prompt is not None else None
-        return RouterAgent(**header, members=members, instructions=instructions, setup=self.setup(name, node))
+        return RouterAgent(**header, members=members, instructions=instructions, setup=self.setup(name, node),
+                           strategy=self.strategy(node.get("strategy")),
+                           guardrails=self.guardrails(name, node.get("guardrails"), members))
+
+    def strategy(self, node: YNode | None) -> str | None:
+        """`strategy:` of an ensemble: how it orchestrates its members (ORCHESTRATION_STRATEGIES)."""
+        if node is None:
+            return None
+        text = node.text.strip().lower() if isinstance(node, YScalar) else ""
+        if text in ORCHESTRATION_STRATEGIES:
+            return text
+        guess = did_you_mean(text, list(ORCHESTRATION_STRATEGIES)) if text else None
+        self.bag.error(codes.BAD_STRATEGY, f"unknown orchestration strategy '{text or kind_name(node)}'", node.span,
+                       hint=(f"did you mean '{guess}'? " if guess else "") + "strategies: "
+                       + ", ".join(ORCHESTRATION_STRATEGIES))
+        return None
+
+    def guardrails(self, router: str, node: YNode | None, members: list[RouterMember]) -> list[str]:
+        """`guardrails:` of an ensemble: the llm agents that check each user message first."""
+        if node is None:
+            return []
+        items = node.items if isinstance(node, YSeq) else [node]
+        out: list[str] = []
+        for item in items:
+            name = item.text.strip() if isinstance(item, YScalar) else ""
+            agent = self.document.get(name) if name else None
+            kind = agent_kind(agent) if isinstance(agent, YMap) else None
+            if not name or not self.scope.is_agent(name):
+                guess = did_you_mean(name, list(self.scope.agents)) if name else None
+                self.bag.error(codes.BAD_GUARDRAIL, f"guardrail '{name or kind_name(item)}' is not an agent", item.span,
+                               hint=f"did you mean '{guess}'?" if guess else "name an llm agent that checks messages")
+            elif kind != "reasoning":
+                self.bag.error(codes.BAD_GUARDRAIL, f"guardrail '{name}' must be an llm agent", item.span,
+                               hint="write the check as the prompt of an llm agent and name that agent here")
+            elif any(m.agent == name for m in members) or name == router:
+                self.bag.error(codes.BAD_GUARDRAIL, f"'{name}' cannot be both a member and a guardrail of '{router}'",
+                               item.span, hint="remove it from contains: or from guardrails:")
+            elif name not in out:
+                out.append(name)
+        return out
 
     def members(self, router: str, contains: YSeq) -> list[RouterMember]:
         members: list[RouterMember] = []

@@ -8,6 +8,7 @@ from typing import Any
 from frontdesk.diagnostics import did_you_mean
 from frontdesk.ir.behaviour import ActionElement, AgentRules, Hook
 from frontdesk.ir.expr import Expr
+from frontdesk.ir.models import ORCHESTRATION_STRATEGIES
 
 from .. import codes
 from ..context import SectionContext
@@ -51,6 +52,13 @@ def compile_execution(node: Node, ctx: SectionContext, rules: AgentRules) -> Non
                 setattr(settings, word, count)
         elif word == "timeouts":
             _timeouts(child, ctx, rules)
+        elif word == "orchestration":  # a supervisor's strategy (runtime/orchestration.py)
+            text = str(ctx.text(child) or "").strip().lower()
+            if text in ORCHESTRATION_STRATEGIES:
+                settings.extra[word] = text
+            else:
+                ctx.error(codes.BAD_VALUE, f"unknown orchestration strategy '{text}'", child.value_span(),
+                          "one of " + ", ".join(ORCHESTRATION_STRATEGIES))
         elif word == "pipeline":
             _check_block(child, PIPELINE, ctx, "pipeline")
             data = ctx.data(child)

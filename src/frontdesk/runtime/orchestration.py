@@ -1,0 +1,376 @@
+"""Orchestration strategies: how a router (an ADL ensemble, an ABL supervisor) gets each user message to
+one of its members, and where its input guardrail agents check the message.
+
+The five methods of the ADL paper (section 4) and Frontdesk's own default:
+
+- `proactive`: the router's model picks the member for every message by the members' descriptions
+  (one routing call), also while a member is in the middle of its task; each guardrail agent first
+  checks the message in a call of its own.
+- `merging`: as proactive, with the guardrails folded into the routing call (one call instead of two).
+- `autonomous`: no routing call while an agent can decide: the active agent, or the knowledge or LLM
+  agent that answered last, reads the message and names its successor (`hand_back` with `to`,
+  `pass_to`); a routing call only when no agent can (the first message, after a flow ended).
+- `first-success`: members draft a reply in turn (the active one first, then in the order listed),
+  each draft judged by the router's model, until one is satisfactory.
+- `best-of-n`: every member drafts a reply at the same time; the router's model selects the best.
+- `adaptive` (the default): the local understanding model decides when it is sure (routing, topic
+  switches, `the user claims`, and the guardrails: a message it is sure no member serves is blocked
+  without a call), the active agent keeps the message it is asked for, guardrails ride in the routing
+  call when one is made, and an LLM call is made only when a decision is unsure.
+
+A draft (first-success, best-of-n) runs on its own copy of the session and stops before its first
+tool call, so nothing lasting happens while drafting; the chosen member then runs for real on the
+session, its drafted model answers replayed (no second call for them), and its tools run then.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from frontdesk.ir.models import DEFAULT_ORCHESTRATION, ORCHESTRATION_STRATEGIES, RouterAgent
+from frontdesk.llm.base import LLMError, LLMRequest, LLMResponse
+from frontdesk.runtime import prompts
+from frontdesk.runtime.context import Outcome, TurnContext, TurnInput
+from frontdesk.runtime.events import EventLog, register_event_type
+from frontdesk.runtime.state import Frame
+
+register_event_type("guardrail_verdict", "an input guardrail agent of a router judged the user's message",
+                    ("guard", "allowed", "by"))
+register_event_type("draft", "a member drafted a reply for a best-of-n or first-success router",
+                    ("candidate", "reply", "kept"))
+
+PAPER_STRATEGIES = ("proactive", "merging", "autonomous", "first-success", "best-of-n")
+DRAFTING = ("first-success", "best-of-n")
+BLOCKED = "\0blocked"  # a guardrail stopped the message and the user was told why
+MAX_DRAFTERS = 4  # best-of-n: members drafting at the same time, at most
+NOT_HERE = "Sorry, I can't help with that here."
+
+
+class SpeculationStop(BaseException):
+    """A draft reached a tool call: drafting stops before it runs (BaseException, so no executor's
+    error handling mistakes it for the tool failing)."""
+
+    def __init__(self, tool: str, args: dict[str, Any], caller: str | None) -> None:
+        super().__init__(tool)
+        self.tool, self.args, self.caller = tool, args, caller
+
+
+def strategy_of(router: RouterAgent, ctx: TurnContext) -> str:
+    """The strategy a router runs: the engine's override (`--orchestration`), else the router's own,
+    else the program's (`orchestration:` in config.yml), else `adaptive`."""
+    for choice in (getattr(ctx.engine, "orchestration", None), router.strategy, ctx.program.settings.orchestration):
+        if choice in ORCHESTRATION_STRATEGIES:
+            return choice
+    return DEFAULT_ORCHESTRATION
+
+
+def governing(ctx: TurnContext) -> tuple[Frame, RouterAgent, Frame | None] | None:
+    """The innermost router on the stack, its agent, and the member frame it started that is still
+    running (the base of the active chain), or None when the router itself is on top."""
+    stack = ctx.state.stack
+    if not stack:
+        return None
+    by_id = {f.id: f for f in stack}
+    current: Frame | None = stack[-1]
+    above: Frame | None = None
+    while current is not None and current.kind != "router":
+        above = current
+        current = by_id.get(current.parent) if current.parent else None
+    if current is None or current.graph != "main":
+        return None
+    router = ctx.program.agents.get(current.agent)
+    if not isinstance(router, RouterAgent):
+        return None
+    return current, router, above
+
+
+def guard_agents(router: RouterAgent, ctx: TurnContext) -> list:
+    return [ctx.program.agents[g] for g in router.guardrails if g in ctx.program.agents]
+
+
+def refusal(router: RouterAgent, ctx: TurnContext, reply: Any = None) -> str:
+    """What a blocked message gets: the guardrail's reply, else what the assistant can help with."""
+    if isinstance(reply, str) and reply.strip():
+        return reply.strip()
+    from frontdesk.runtime.routing import describe_agent
+
+    offers = [describe_agent(ctx.program.agents[m.agent]) for m in router.members if m.agent in ctx.program.agents]
+    return NOT_HERE + (" " + "; ".join(offers) + "." if offers else "")
+
+
+def block(router: RouterAgent, frame: Frame, ctx: TurnContext, guard: str, by: str, reply: Any = None) -> str:
+    """The message breaks a guardrail: the user is told, and no member sees it."""
+    ctx.log.emit("guardrail_verdict", guard, guard=guard, allowed=False, by=by)
+    ctx.say(guard, refusal(router, ctx, reply), frame)
+    if ctx.input.text is not None:
+        ctx.input.state = "taken"
+    frame.waiting = True
+    return BLOCKED
+
+
+# ---- the turn's first look at the message -------------------------------------------------------------
+
+
+def before_turn(engine, ctx: TurnContext) -> bool:
+    """Run before the agents see the user's message. True when the strategy dealt with the whole turn
+    (a guardrail blocked the message, or a drafted reply was chosen and run); False: drive as usual."""
+    if ctx.input.text is None or not ctx.input.is_open or ctx.orchestration.get("speculative"):
+        return False
+    found = governing(ctx)
+    if found is None:
+        return False
+    frame, router, active = found
+    if not frame.started:
+        return False
+    strategy = strategy_of(router, ctx)
+    ctx.orchestration["strategy"] = strategy
+    guards = guard_agents(router, ctx)
+    if guards and not _guarded(router, frame, active, strategy, guards, ctx):
+        return True
+    if strategy in ("proactive", "merging") and active is not None:
+        from frontdesk.runtime.routing import RouterExecutor
+
+        candidates = [ctx.program.agents[m.agent] for m in router.members if m.agent in ctx.program.agents]
+        chosen = RouterExecutor.llm_route(router, frame, ctx, candidates)
+        if chosen == BLOCKED:
+            return True
+        if chosen is not None and chosen != active.agent:
+            switch_to(engine, ctx, frame, chosen)
+        else:
+            ctx.log.emit("step", router.name, action="the active agent keeps the message", agent=active.agent,
+                         strategy=strategy)
+        return False
+    if strategy in DRAFTING:
+        return draft_and_choose(engine, ctx, frame, router, active, strategy)
+    return False
+
+
+def _guarded(router: RouterAgent, frame: Frame, active: Frame | None, strategy: str, guards: list,
+             ctx: TurnContext) -> bool:
+    """Check the router's input guardrails where the strategy checks them; False when one blocked."""
+    if strategy == "merging" or (strategy == "adaptive" and active is None and ctx.understanding is None):
+        return True  # folded into the routing call
+    if strategy == "adaptive" and ctx.understanding is not None:
+        names = [m.agent for m in router.members if m.agent in ctx.program.agents]
+        decision = ctx.embed_decide(ctx.input.text or "", ctx.agent_options(names), "route", router.name)
+        if decision is not None and decision.sure and decision.choice is None:
+            return block(router, frame, ctx, guards[0].name, "embedding: no member serves the message") != BLOCKED
+        if decision is not None and decision.sure:
+            ctx.orchestration["guarded"] = True
+            ctx.log.emit("guardrail_verdict", guards[0].name, guard=", ".join(g.name for g in guards), allowed=True,
+                         by=f"embedding: the message is for {decision.choice}")
+        return True  # unsure: the routing call (if one is made) carries the guardrails
+    for guard in guards:
+        request = prompts.guard_request(guard, ctx.state.history)
+        args = ctx.call_args(request, guard.name, "guardrail")
+        if args is None:  # the check failed: the message goes on, as a person would rather be helped
+            continue
+        if args.get("allowed") is False or str(args.get("allowed")).lower() == "false":
+            block(router, frame, ctx, guard.name, "llm", args.get(prompts.REPLY_FIELD))
+            return False
+        ctx.log.emit("guardrail_verdict", guard.name, guard=guard.name, allowed=True, by="llm")
+    ctx.orchestration["guarded"] = True
+    return True
+
+
+def switch_to(engine, ctx: TurnContext, frame: Frame, chosen: str) -> None:
+    """The router gives the message to `chosen` although another member is active: the active chain
+    steps aside as a suspended thread (as when the user turns to another agent), and the router starts
+    or resumes `chosen` when the engine drives on."""
+    top = ctx.state.stack[-1]
+    outcome = Outcome.switch(chosen)
+    thread = engine._suspend_chain(top, outcome, ctx)
+    base = thread.base if thread is not None else top
+    engine.executors["router"].child_finished(frame, engine._result(base, outcome, thread, ctx), ctx)
+    frame.data.decisions["route"] = chosen  # type: ignore[union-attr]
+
+
+# ---- drafting: first-success and best-of-n ---------------------------------------------------------------
+
+
+class Recorder:
+    """Stands in for the model in a draft: passes each call on and keeps the answers, in order."""
+
+    def __init__(self, llm) -> None:
+        self.llm = llm
+        self.name = llm.name
+        self.can_classify = getattr(llm, "can_classify", True)
+        self.ordered = getattr(llm, "ordered", False)
+        self.answers: list[tuple[str, LLMResponse]] = []
+
+    def complete(self, request: LLMRequest) -> LLMResponse:
+        response = self.llm.complete(request)
+        self.answers.append((request.purpose, response))
+        return response
+
+
+class Replayer:
+    """Stands in for the model while the chosen draft runs for real: its drafted answers come back in
+    order (as long as the requests are of the same purpose), then calls go to the model."""
+
+    def __init__(self, llm, answers: list[tuple[str, LLMResponse]]) -> None:
+        self.llm = llm
+        self.name = llm.name
+        self.can_classify = getattr(llm, "can_classify", True)
+        self.ordered = getattr(llm, "ordered", False)
+        self.answers = list(answers)
+        self.replayed = False  # whether the latest answer was a drafted one
+
+    def complete(self, request: LLMRequest) -> LLMResponse:
+        self.replayed = bool(self.answers) and self.answers[0][0] == request.purpose
+        if self.replayed:
+            return self.answers.pop(0)[1]
+        self.answers = []
+        return self.llm.complete(request)
+
+
+@dataclass
+class Draft:
+    agent: str
+    ctx: TurnContext
+    said: list[str] = field(default_factory=list)
+    pending: SpeculationStop | None = None
+    answers: list[tuple[str, LLMResponse]] = field(default_factory=list)
+    failed: str = ""
+
+    @property
+    def usable(self) -> bool:
+        """A draft that answers: it said something or would call a tool, without a fallback or error."""
+        fell_back = any(e.type == "fallback" for e in self.ctx.log.events)
+        return not self.failed and not fell_back and bool(self.said or self.pending)
+
+    def text(self) -> str:
+        words = " ".join(self.said)
+        if self.pending is not None:
+            import json
+
+            words += f" [calls {self.pending.tool}({json.dumps(self.pending.args, ensure_ascii=False, default=str)})]"
+        return words.strip()
+
+
+def _draft_context(ctx: TurnContext, base) -> TurnContext:
+    from frontdesk.runtime.fanout import TaskMemory
+
+    state = base.model_copy(deep=True)
+    log = EventLog(0, ctx.log.turn, clock=getattr(ctx.engine, "clock", None))
+    draft_input = TurnInput(ctx.input.text, log)
+    memory = TaskMemory(ctx.memory) if ctx.memory is not None else None
+    llm = Recorder(ctx.llm) if ctx.llm is not None else None
+    return dataclasses.replace(ctx, state=state, log=log, said=[], sent=[], input=draft_input, memory=memory,
+                               llm=llm, orchestration={"speculative": True}, preempt=None, tool_ran=False)
+
+
+def _draft(engine, ctx: TurnContext, base, frame_id: str, member: str, active: Frame | None) -> Draft:
+    """`member`'s reply to the message, run on a copy of the session up to its first tool call."""
+    dctx = _draft_context(ctx, base)
+    dctx.orchestration["draft"] = member
+    draft = Draft(member, dctx)
+    frame = next(f for f in dctx.state.stack if f.id == frame_id)
+    try:
+        if active is not None and member != active.agent:
+            switch_to(engine, dctx, frame, member)
+        elif active is None:
+            frame.data.decisions["route"] = member  # type: ignore[union-attr]
+        engine.drive_turn(dctx)
+    except SpeculationStop as stop:
+        draft.pending = stop
+    except Exception as exc:  # noqa: BLE001 - a draft that fails is not chosen; the turn goes on
+        draft.failed = f"{type(exc).__name__}: {exc}"
+    draft.said = [m.text for m in dctx.said if m.agent != frame.agent]  # the router's own words are not a draft
+    draft.answers = list(dctx.llm.answers) if isinstance(dctx.llm, Recorder) else []
+    return draft
+
+
+def draft_and_choose(engine, ctx: TurnContext, frame: Frame, router: RouterAgent, active: Frame | None,
+                     strategy: str) -> bool:
+    """first-success / best-of-n: draft, choose, then run the chosen member for real (False: the engine
+    drives it). With no usable draft the router's fallback answers."""
+    members = [m.agent for m in router.members if m.agent in ctx.program.agents]
+    first = active.agent if active is not None and active.agent in members else None
+    order = ([first] if first else []) + [m for m in members if m != first]
+    base = ctx.state.model_copy(deep=True)
+    drafts: list[Draft] = []
+    chosen: Draft | None = None
+    if strategy == "first-success":
+        for member in order:
+            draft = _draft(engine, ctx, base, frame.id, member, active)
+            drafts.append(draft)
+            if draft.usable and _judged_satisfactory(router, draft, ctx):
+                chosen = draft
+                break
+    else:
+        ordered = getattr(ctx.llm, "ordered", False) or len(order) < 2
+        if ordered:
+            drafts = [_draft(engine, ctx, base, frame.id, m, active) for m in order]
+        else:
+            with ThreadPoolExecutor(max_workers=min(len(order), MAX_DRAFTERS),
+                                    thread_name_prefix="frontdesk-draft") as pool:
+                drafts = list(pool.map(lambda m: _draft(engine, ctx, base, frame.id, m, active), order))
+        usable = [d for d in drafts if d.usable]
+        if len(usable) == 1:
+            chosen = usable[0]
+        elif usable:
+            chosen = _selected(router, usable, ctx)
+    for draft in drafts:  # what drafting cost is counted; the chosen draft's calls are made again below
+        kept = draft is chosen
+        if not kept:
+            ctx.log.adopt([e for e in draft.ctx.log.events if e.type == "llm_call"],
+                          notify=list(getattr(engine, "subscribers", []) or []))
+            for key in ("prompt", "completion", "calls"):
+                ctx.state.tokens[key] = ctx.state.tokens.get(key, 0) + draft.ctx.state.tokens.get(key, 0) \
+                    - base.tokens.get(key, 0)
+        ctx.log.emit("draft", draft.agent, candidate=draft.agent, reply=draft.text()[:300], kept=kept,
+                     usable=draft.usable, strategy=strategy, **({"error": draft.failed} if draft.failed else {}))
+    if chosen is None:
+        ctx.orchestration["no_draft"] = True
+        return False
+    ctx.log.emit("route_decided", router.name, agent=chosen.agent, by=strategy)
+    ctx.orchestration["forced"] = chosen.agent
+    if ctx.llm is not None:
+        ctx.orchestration["model"] = ctx.llm
+        ctx.llm = Replayer(ctx.llm, chosen.answers)
+    if active is not None and chosen.agent != active.agent:
+        switch_to(engine, ctx, frame, chosen.agent)
+    elif active is None:
+        frame.data.decisions["route"] = chosen.agent  # type: ignore[union-attr]
+    return False
+
+
+def after_turn(ctx: TurnContext) -> None:
+    """Put the model back after a replayed draft."""
+    model = ctx.orchestration.pop("model", None)
+    if model is not None:
+        ctx.llm = model
+
+
+def _judged_satisfactory(router: RouterAgent, draft: Draft, ctx: TurnContext) -> bool:
+    request = prompts.judge_request(router, draft.agent, draft.text(), ctx.state.history)
+    args = ctx.call_args(request, router.name, "first-success judge")
+    verdict = bool(args) and (args.get("satisfactory") is True or str(args.get("satisfactory")).lower() == "true")
+    ctx.log.emit("condition_evaluated", router.name, condition=f"the draft of {draft.agent} is satisfactory",
+                 result=verdict, by="llm")
+    return verdict
+
+
+def _selected(router: RouterAgent, drafts: list[Draft], ctx: TurnContext) -> Draft | None:
+    request = prompts.select_request(router, [(d.agent, d.text()) for d in drafts], ctx.state.history)
+    args = ctx.call_args(request, router.name, "best-of-n selection")
+    if args is None:
+        return drafts[0]  # the call failed: the first draft in the router's order
+    return next((d for d in drafts if d.agent == args.get("agent")), None)
+
+
+def routed_blocked(router: RouterAgent, frame: Frame, ctx: TurnContext, response: LLMResponse | LLMError) -> bool:
+    """Whether a (merged) routing call's answer blocks the message; if so the user was told."""
+    if isinstance(response, LLMError) or not response.tool_calls:
+        return False
+    args = response.tool_calls[0].arguments
+    if args.get("agent") != prompts.BLOCKED_CHOICE:
+        return False
+    guards = guard_agents(router, ctx)
+    block(router, frame, ctx, guards[0].name if guards else router.name, "merged into the routing call",
+          args.get(prompts.REPLY_FIELD))
+    return True
