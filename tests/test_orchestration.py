@@ -154,9 +154,9 @@ def test_a_draft_never_runs_a_tool_it_is_not_chosen_for(shop):
 def test_adaptive_without_a_local_model_merges_the_guardrail_into_its_routing_call(shop):
     llm, turns = converse(shop, "adaptive", [
         {"call": "route", "with": {"agent": "order"}},
-        ALLOW,  # a member is active: its message is checked on its own, no routing call
+        # then the order flow asked for a title: the answer is its own, neither routed nor checked
     ], ["I want to order a book", "Dune, please"])
-    assert plans(llm) == ["RouteGuarded_desk", "Guard_relevance"]
+    assert plans(llm) == ["RouteGuarded_desk"]
     assert said(turns[1]) == [("order", "Your order is placed.")]
 
 

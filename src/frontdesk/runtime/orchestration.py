@@ -153,12 +153,16 @@ def _guarded(router: RouterAgent, frame: Frame, active: Frame | None, strategy: 
     """Check the router's input guardrails where the strategy checks them; False when one blocked."""
     if strategy == "merging" or (strategy == "adaptive" and active is None and ctx.understanding is None):
         return True  # folded into the routing call
+    if strategy == "adaptive" and active is not None:
+        # the active member asked for this message (an answer is seldom like any member's examples): it
+        # handles it, and a topic switch it detects is routed with the guardrails in the routing call
+        return True
     if strategy == "adaptive" and ctx.understanding is not None:
         names = [m.agent for m in router.members if m.agent in ctx.program.agents]
         decision = ctx.embed_decide(ctx.input.text or "", ctx.agent_options(names), "route", router.name)
-        if decision is not None and decision.sure and decision.choice is None:
-            return block(router, frame, ctx, guards[0].name, "embedding: no member serves the message") != BLOCKED
-        if decision is not None and decision.sure:
+        # "no member fits" from the local model is not trusted to block: it also says so of short answers
+        # ("let's go with that"); the routing call, with the guardrails in it, decides those
+        if decision is not None and decision.sure and decision.choice is not None:
             ctx.orchestration["guarded"] = True
             ctx.log.emit("guardrail_verdict", guards[0].name, guard=", ".join(g.name for g in guards), allowed=True,
                          by=f"embedding: the message is for {decision.choice}")
