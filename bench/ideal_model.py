@@ -291,6 +291,10 @@ class IdealModel:
                 enum = (schemas[SELECT_TOOL].get("properties", {}).get("agent", {}).get("enum") or [])
                 pick = next((a for a in self.oracle.agents if a in enum), NONE_CHOICE)
                 content, calls, answer = None, [(SELECT_TOOL, {"agent": pick})], f"select {pick}"
+            elif kind == "understand" and self.oracle.blocked and BLOCKED_CHOICE in (
+                    schemas[UNDERSTAND_TOOL].get("properties", {}).get("choice", {}).get("enum") or []):
+                content, calls, answer = None, [(UNDERSTAND_TOOL, {"choice": BLOCKED_CHOICE, "reply": GUARD_REPLY})], \
+                    "understand blocked"
             elif kind == "route" and self.oracle.blocked and BLOCKED_CHOICE in (
                     schemas[ROUTE_TOOL].get("properties", {}).get("agent", {}).get("enum") or []):
                 content, calls, answer = None, [(ROUTE_TOOL, {"agent": BLOCKED_CHOICE, "reply": GUARD_REPLY})], \

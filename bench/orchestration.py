@@ -79,8 +79,10 @@ class LatencyModel:
 
 
 def model_calls(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The model calls a turn made (failed ones included), from its llm_call events."""
-    return [e["data"] for e in events if e["type"] == "llm_call" and e["data"].get("provider")]
+    """The model calls a turn made (failed ones included), from its llm_call events; a drafted answer
+    replayed when its draft was chosen made no call."""
+    return [e["data"] for e in events if e["type"] == "llm_call" and e["data"].get("provider")
+            and not e["data"].get("replayed")]
 
 
 def modelled_seconds(calls: list[dict[str, Any]], model: LatencyModel, concurrent_drafts: bool) -> float:

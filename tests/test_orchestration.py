@@ -103,8 +103,9 @@ def test_first_success_drafts_in_order_and_stops_at_the_first_satisfactory_draft
     assert plans(llm) == ["Guard_relevance", "Reason_recommender", "Judge_desk", "Judge_desk"]
     assert "recommender" in llm.calls[2].messages[0].content and "order" in llm.calls[3].messages[0].content
     assert said(turns[0]) == [("order", "Which book would you like to order?")]
-    assert [(d["candidate"], d["usable"], d["kept"]) for d in events(turns[0], "draft")] == [
-        ("policies", False, False), ("recommender", True, False), ("order", True, True)]
+    assert [(d["candidate"], d["usable"]) for d in events(turns[0], "draft")] == [
+        ("policies", False), ("recommender", True), ("order", True)]
+    assert [(e["agent"], e["by"]) for e in events(turns[0], "route_decided")] == [("order", "first-success")]
     assert not events(turns[0], "tool_call")  # find_books was only drafted
 
 
@@ -119,7 +120,9 @@ def test_the_chosen_draft_runs_for_real_with_its_drafted_answers_replayed(shop):
     assert said(turns[0]) == [("recommender", "Try The Fantasy Road.")]
     assert [e["tool"] for e in events(turns[0], "tool_call")] == ["find_books"]  # once, for real
     reasoning = [e for e in events(turns[0], "llm_call") if e["purpose"] == "reason"]
-    assert [e.get("draft") for e in reasoning] == ["recommender", None]  # the first was drafted, then replayed
+    # drafted, replayed (no call), then the reply after the tool's result
+    assert [(e.get("draft"), e.get("replayed", False)) for e in reasoning] == [
+        ("recommender", False), (None, True), (None, False)]
     assert events(turns[0], "execution.completed")[0]["llm_calls"] == 4  # each call counted once
 
 
@@ -133,8 +136,8 @@ def test_best_of_n_drafts_every_member_then_selects_one(shop):
     assert plans(llm) == ["Guard_relevance", "Answer_policies", "Reason_recommender", "Select_desk"]
     assert [a for a in llm.calls[3].tools[0].parameters["properties"]["agent"]["enum"]] == ["policies", "order", "none"]
     assert said(turns[0]) == [("policies", "Returns are accepted within 30 days.")]
-    assert [(d["candidate"], d["usable"], d["kept"]) for d in events(turns[0], "draft")] == [
-        ("policies", True, True), ("recommender", False, False), ("order", True, False)]
+    assert [(d["candidate"], d["usable"]) for d in events(turns[0], "draft")] == [
+        ("policies", True), ("recommender", False), ("order", True)]
     assert not events(turns[0], "agent_started") or all(e["agent"] == "policies" for e in events(turns[0], "agent_started"))
 
 
@@ -158,6 +161,33 @@ def test_adaptive_without_a_local_model_merges_the_guardrail_into_its_routing_ca
     ], ["I want to order a book", "Dune, please"])
     assert plans(llm) == ["RouteGuarded_desk"]
     assert said(turns[1]) == [("order", "Your order is placed.")]
+
+
+CONFIRM = (
+    '    - bot: "Shall I place it?"\n    - user\n    - if: the user claims "Yes", "Go ahead"\n      then:\n'
+    '        - bot: "Placing it now."\n      else:\n        - bot: "No problem, nothing was ordered."\n'
+    '        - return: success, nothing ordered\n')
+
+
+def test_adaptive_folds_the_guardrail_into_an_active_flow_s_understand_call(tmp_path):
+    # the order flow asks to confirm (a `the user claims` choice): its understand call carries the guardrail
+    text = (SHOP / "agents.yml").read_text().replace("    - call: place_order\n", CONFIRM + "    - call: place_order\n")
+    for name in ("policies.md", "tools.py"):
+        (tmp_path / name).write_text((SHOP / name).read_text())
+    (tmp_path / "agents.yml").write_text(text)
+    program, _ = load_adl(tmp_path)
+    llm, turns = converse(program, "adaptive", [
+        {"call": "route", "with": {"agent": "order"}},
+        {"call": "understand", "with": {"choice": "blocked", "reply": "Let's stick to books."}},
+        {"call": "understand", "with": {"choice": "1"}},
+    ], ["I want to order a book", "Dune", "Will it rain tomorrow?", "Yes, go ahead"])
+    assert plans(llm) == ["RouteGuarded_desk", "Understand_order", "Understand_order"]
+    assert "blocked" in llm.calls[1].tools[0].parameters["properties"]["choice"]["enum"]
+    assert said(turns[2]) == [("relevance", "Let's stick to books.")]
+    assert events(turns[2], "guardrail_verdict")[0]["by"] == "merged into the understand call"
+    # the flow still waits for its answer, and takes the next message as it
+    assert said(turns[3]) == [("order", "Placing it now."), ("order", "Your order is placed.")]
+    assert [e["tool"] for e in events(turns[3], "tool_call")] == ["place_order"]
 
 
 def test_the_program_chooses_the_strategy_and_the_engine_can_override_it(shop, tmp_path):

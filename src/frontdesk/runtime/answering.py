@@ -200,6 +200,10 @@ class KnowledgeExecutor:
         return None
 
     def _no_answer(self, agent: KnowledgeAgent, frame: Frame, ctx: TurnContext, reason: str) -> Outcome:
+        from frontdesk.runtime.orchestration import recheck_unanswered
+
+        if recheck_unanswered(ctx, frame):  # an off-topic message the local model took for a question
+            return Outcome.done("error", "a guardrail blocked the message")
         ctx.log.emit("fallback", agent.name, reason=reason,
                      policy=agent.fallback.shown() if agent.fallback else None)
         text = policy_message(agent.fallback) if agent.fallback and agent.fallback.kind == "text" else NOT_FOUND

@@ -530,12 +530,14 @@ class TurnContext:
                           duration_ms=round((time.perf_counter() - started) * 1000, 1))
             raise
         duration_ms = round((time.perf_counter() - started) * 1000, 1)
-        # a best-of-n / first-success draft's call, or one of the chosen draft's answers replayed: the
-        # call was made while drafting (for traces and the cost benchmark, which model drafts as concurrent)
-        drafted = self.orchestration.get("draft") or (getattr(self.llm, "replayed", None) and self.orchestration.get("forced"))
-        self.state.tokens["prompt"] += response.usage.prompt_tokens
-        self.state.tokens["completion"] += response.usage.completion_tokens
-        self.state.tokens["calls"] += 1
+        # a best-of-n / first-success draft's call (for traces, and the cost benchmark, which models drafts
+        # as concurrent); or one of the chosen draft's answers replayed: no call was made, nothing is counted
+        drafted = self.orchestration.get("draft")
+        replayed = bool(getattr(self.llm, "replayed", False))
+        if not replayed:
+            self.state.tokens["prompt"] += response.usage.prompt_tokens
+            self.state.tokens["completion"] += response.usage.completion_tokens
+            self.state.tokens["calls"] += 1
         self.log.emit(
             "llm_call", agent, purpose=request.purpose, provider=self.llm.name, model=response.model,
             messages=prompt, tools=[t.name for t in request.tools], plan=request.plan,
@@ -544,6 +546,7 @@ class TurnContext:
                       "tool_calls": [c.model_dump() for c in response.tool_calls]},
             prompt_tokens=response.usage.prompt_tokens, completion_tokens=response.usage.completion_tokens,
             duration_ms=duration_ms, **({"draft": drafted} if drafted else {}),
+            **({"replayed": True} if replayed else {}),
         )
         self.check_preempted()  # the answer is recorded; nothing has acted on it yet
         return response

@@ -23,7 +23,7 @@ from frontdesk.ir.models import (
 )
 from frontdesk.nlu.base import Option
 from frontdesk.nlu.matcher import polarity
-from frontdesk.runtime import prompts
+from frontdesk.runtime import orchestration, prompts
 from frontdesk.runtime.context import ChildResult, Outcome, TurnContext
 from frontdesk.runtime.events import register_event_type
 from frontdesk.runtime.options import claims_options
@@ -70,6 +70,17 @@ def graph_of(ctx: TurnContext, frame: Frame) -> StepGraph | None:
     if frame.graph == "setup":
         return agent.setup
     return agent.graph if isinstance(agent, FlowAgent) else None
+
+
+def _contradicts(message: str, choice: str, options) -> bool:
+    """Whether a message that says yes or no ("No, only that book") chose a case whose examples say the
+    opposite (every example with a yes or no in it)."""
+    said = polarity(message)
+    option = next((o for o in options if o.key == choice), None)
+    if not said or option is None:
+        return False
+    signs = {polarity(example) for example in option.examples} - {0}
+    return signs == {-said}
 
 
 class FlowExecutor:
@@ -390,7 +401,8 @@ class FlowExecutor:
             return Outcome.wait()
         if tentative:
             inp.take(frame, "answer given before the question")
-        frame.waiting = False
+        # a guardrail blocked the message (Outcome.wait): the step still waits for its answer
+        frame.waiting = outcome is not None and outcome.kind == "wait"
         if outcome is not None:
             return outcome
         frame.data.node = node.next
@@ -459,10 +471,13 @@ class FlowExecutor:
         call: dict[str, Any] = {}
         if (ask_choice or extract) and (ctx.llm is not None or not tentative):
             agent = ctx.program.agents[frame.agent]
+            guards = orchestration.unchecked_guards(ctx) if ask_choice and switches else []
             request = prompts.understand_request(
                 agent, claims_choices(branch) if ask_choice else [], switches if ask_choice else [], extract,
-                ctx.state.history, ctx.program.settings.history_window)
+                ctx.state.history, ctx.program.settings.history_window, guards)
             call = ctx.call_args(request, frame.agent, "understand") or {}
+            if guards and orchestration.merged_blocked(ctx, frame, call, "merged into the understand call"):
+                return Outcome.wait(), True  # the flow keeps waiting at its question
             extracted = self._apply_extracted(call.get("args"), extract, frame, ctx)
             if ask_choice:
                 choice = str(call.get("choice", prompts.NONE_CHOICE))
@@ -979,6 +994,12 @@ class FlowExecutor:
             return None
         if decision.sure and decision.choice is None and ctx.llm_classifies and not tentative:
             # unlike every example is not the same as none of the cases: the LLM reads it
+            decision = replace(decision, sure=False)
+        if decision.sure and decision.choice is not None and _contradicts(message, decision.choice, options):
+            # "No, only that book" is close to "Do you have other types of books?" but says no to a case
+            # whose examples say yes ("Yeah"): not sure, whatever the similarity
+            ctx.log.emit("step", frame.agent, action="embedding choice contradicts the answer's yes or no",
+                         node=branch.id, choice=decision.choice)
             decision = replace(decision, sure=False)
         if decision.sure or not ctx.llm_classifies or tentative:
             # A message that started the agent was a request for its task; it answers the question

@@ -40,7 +40,7 @@ from frontdesk.runtime.state import Frame
 register_event_type("guardrail_verdict", "an input guardrail agent of a router judged the user's message",
                     ("guard", "allowed", "by"))
 register_event_type("draft", "a member drafted a reply for a best-of-n or first-success router",
-                    ("candidate", "reply", "kept"))
+                    ("candidate", "reply", "usable"))
 
 PAPER_STRATEGIES = ("proactive", "merging", "autonomous", "first-success", "best-of-n")
 DRAFTING = ("first-success", "best-of-n")
@@ -163,7 +163,7 @@ def _guarded(router: RouterAgent, frame: Frame, active: Frame | None, strategy: 
         # "no member fits" from the local model is not trusted to block: it also says so of short answers
         # ("let's go with that"); the routing call, with the guardrails in it, decides those
         if decision is not None and decision.sure and decision.choice is not None:
-            ctx.orchestration["guarded"] = True
+            ctx.orchestration["guarded"] = "embedding"
             ctx.log.emit("guardrail_verdict", guards[0].name, guard=", ".join(g.name for g in guards), allowed=True,
                          by=f"embedding: the message is for {decision.choice}")
         return True  # unsure: the routing call (if one is made) carries the guardrails
@@ -264,7 +264,8 @@ def _draft_context(ctx: TurnContext, base) -> TurnContext:
     memory = TaskMemory(ctx.memory) if ctx.memory is not None else None
     llm = Recorder(ctx.llm) if ctx.llm is not None else None
     return dataclasses.replace(ctx, state=state, log=log, said=[], sent=[], input=draft_input, memory=memory,
-                               llm=llm, orchestration={"speculative": True}, preempt=None, tool_ran=False)
+                               llm=llm, orchestration={"speculative": True, "guarded": True}, preempt=None,
+                               tool_ran=False)
 
 
 def _draft(engine, ctx: TurnContext, base, frame_id: str, member: str, active: Frame | None) -> Draft:
@@ -298,10 +299,23 @@ def draft_and_choose(engine, ctx: TurnContext, frame: Frame, router: RouterAgent
     base = ctx.state.model_copy(deep=True)
     drafts: list[Draft] = []
     chosen: Draft | None = None
+
+    def record(draft: Draft) -> None:
+        """A draft's model calls join the turn's trace and cost when it is made (the chosen one's answers
+        are replayed later without a second call or a second count)."""
+        ctx.log.adopt([e for e in draft.ctx.log.events if e.type == "llm_call"],
+                      notify=list(getattr(engine, "subscribers", []) or []))
+        for key in ("prompt", "completion", "calls"):
+            ctx.state.tokens[key] = ctx.state.tokens.get(key, 0) + draft.ctx.state.tokens.get(key, 0) \
+                - base.tokens.get(key, 0)
+        ctx.log.emit("draft", draft.agent, candidate=draft.agent, reply=draft.text()[:300], usable=draft.usable,
+                     strategy=strategy, **({"error": draft.failed} if draft.failed else {}))
+
     if strategy == "first-success":
         for member in order:
             draft = _draft(engine, ctx, base, frame.id, member, active)
             drafts.append(draft)
+            record(draft)
             if draft.usable and _judged_satisfactory(router, draft, ctx):
                 chosen = draft
                 break
@@ -313,25 +327,17 @@ def draft_and_choose(engine, ctx: TurnContext, frame: Frame, router: RouterAgent
             with ThreadPoolExecutor(max_workers=min(len(order), MAX_DRAFTERS),
                                     thread_name_prefix="frontdesk-draft") as pool:
                 drafts = list(pool.map(lambda m: _draft(engine, ctx, base, frame.id, m, active), order))
+        for draft in drafts:
+            record(draft)
         usable = [d for d in drafts if d.usable]
         if len(usable) == 1:
             chosen = usable[0]
         elif usable:
             chosen = _selected(router, usable, ctx)
-    for draft in drafts:  # what drafting cost is counted; the chosen draft's calls are made again below
-        kept = draft is chosen
-        if not kept:
-            ctx.log.adopt([e for e in draft.ctx.log.events if e.type == "llm_call"],
-                          notify=list(getattr(engine, "subscribers", []) or []))
-            for key in ("prompt", "completion", "calls"):
-                ctx.state.tokens[key] = ctx.state.tokens.get(key, 0) + draft.ctx.state.tokens.get(key, 0) \
-                    - base.tokens.get(key, 0)
-        ctx.log.emit("draft", draft.agent, candidate=draft.agent, reply=draft.text()[:300], kept=kept,
-                     usable=draft.usable, strategy=strategy, **({"error": draft.failed} if draft.failed else {}))
     if chosen is None:
         ctx.orchestration["no_draft"] = True
         return False
-    ctx.log.emit("route_decided", router.name, agent=chosen.agent, by=strategy)
+    ctx.log.emit("route_decided", router.name, agent=chosen.agent, by=strategy, reason="its draft was chosen")
     ctx.orchestration["forced"] = chosen.agent
     if ctx.llm is not None:
         ctx.orchestration["model"] = ctx.llm
@@ -378,3 +384,48 @@ def routed_blocked(router: RouterAgent, frame: Frame, ctx: TurnContext, response
     block(router, frame, ctx, guards[0].name if guards else router.name, "merged into the routing call",
           args.get(prompts.REPLY_FIELD))
     return True
+
+
+def unchecked_guards(ctx: TurnContext) -> list:
+    """The governing router's guardrail agents when nothing has checked this message yet (an active
+    member's own model call then carries them: a flow's understand call)."""
+    if ctx.orchestration.get("guarded") or ctx.input.text is None:
+        return []
+    found = governing(ctx)
+    return guard_agents(found[1], ctx) if found is not None else []
+
+
+def merged_blocked(ctx: TurnContext, frame: Frame, args: dict[str, Any], by: str) -> bool:
+    """Whether a call the guardrails were folded into (`unchecked_guards`) blocked the message; if so the
+    user was told, by the guardrail, and `frame` waits."""
+    found = governing(ctx)
+    if found is None:
+        return False
+    router = found[1]
+    guards = guard_agents(router, ctx)
+    ctx.orchestration["guarded"] = True
+    name = guards[0].name if guards else router.name
+    if args.get("choice") == prompts.BLOCKED_CHOICE:
+        block(router, frame, ctx, name, by, args.get(prompts.REPLY_FIELD))
+        return True
+    ctx.log.emit("guardrail_verdict", name, guard=", ".join(g.name for g in guards), allowed=True, by=by)
+    return False
+
+
+def recheck_unanswered(ctx: TurnContext, frame: Frame) -> bool:
+    """A knowledge agent found no answer to a message no model call checked (the local model was sure it
+    is the knowledge agent's, as a route or a topic switch): before the fallback, the guardrails check it
+    in calls of their own. True when one blocked it (the user was told)."""
+    if ctx.orchestration.get("guarded") is True or ctx.orchestration.get("speculative"):
+        return False
+    found = governing(ctx)
+    if found is None:
+        return False
+    router = found[1]
+    for guard in guard_agents(router, ctx):
+        args = ctx.call_args(prompts.guard_request(guard, ctx.state.history), guard.name, "guardrail")
+        if args is not None and (args.get("allowed") is False or str(args.get("allowed")).lower() == "false"):
+            block(router, frame, ctx, guard.name, "llm, after no answer was found", args.get(prompts.REPLY_FIELD))
+            return True
+    ctx.orchestration["guarded"] = True
+    return False

@@ -113,6 +113,11 @@ def shares_data(router, agent: str, other: str) -> bool:
     return bool(bound.get(agent, set()) & bound.get(other, set()))
 
 
+# A message that begins by dropping what the agent was doing (English only; deliberately simple).
+DROPS_TASK = re.compile(r"^\W*(?:oh,?\s+|ok(?:ay)?,?\s+)?(?:never\s*mind|forget\s+(?:it|that|about)|scratch\s+that|"
+                        r"cancel\s+(?:that|it)|not\s+now|no,?\s+thanks?|no\s+thank\s+you)\b", re.IGNORECASE)
+
+
 def clear_topic_switch(ctx: TurnContext, frame: Frame, message: str) -> str | None:
     """Another member of the router that started this agent, when the embedding model is sure
     the message is for it and not for the active agent; None otherwise (the agent handles it)."""
@@ -132,6 +137,11 @@ def clear_topic_switch(ctx: TurnContext, frame: Frame, message: str) -> str | No
         # The agent's model can take the answer and pass on the rest (with no such model, an
         # explicit request for another agent's task is still switched to, below).
         ctx.log.emit("step", frame.agent, action="no topic switch: the message answers the agent's question")
+        return None
+    if ctx.llm_classifies and DROPS_TASK.match(message):
+        # "Never mind the books. Is the live chat open?": the agent ends its task first (its model
+        # finishes and names the agent the rest is for), rather than waiting to come back unasked
+        ctx.log.emit("step", frame.agent, action="no topic switch: the message drops the agent's task")
         return None
     names = [m.agent for m in router.members if m.agent in ctx.program.agents]
     decision = ctx.embed_decide(message, ctx.agent_options(names), "route", frame.agent)

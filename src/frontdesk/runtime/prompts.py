@@ -127,7 +127,7 @@ def route_request(router: Agent, candidates: list[Agent], history: list[HistoryI
 
 
 def understand_plan(agent: Agent, choices: list[tuple[str, list[str]]], switches: list[Agent],
-                    extract: list[str], history: list[HistoryItem], window: int) -> PromptPlan:
+                    extract: list[str], history: list[HistoryItem], window: int, guards: list[Agent] = ()) -> PromptPlan:
     about = f" ({agent.description})." if agent.description else "."
     asks_choice = bool(choices or switches)
     case_line = lambda key, examples: Value(
@@ -162,6 +162,12 @@ def understand_plan(agent: Agent, choices: list[tuple[str, list[str]]], switches
         Maybe("sys.args_to_extract", [Fixed("EXTRACT_INSTRUCTIONS", extract_intro), Value("sys.args_to_extract", "")],
               present=bool(extract),
               parts=[Fixed("EXTRACT_INSTRUCTIONS", extract_intro), Value("sys.args_to_extract", ", ".join(extract))]),
+        # the router's input guardrails, folded into this call when nothing checked the message yet
+        Maybe("sys.guardrail_agents", [Fixed("MERGED_GUARD_OPTION", ""), _guard_rules([])],
+              present=bool(guards),
+              parts=[Fixed("MERGED_GUARD_OPTION", f'If the message breaks one of these rules, choose "{BLOCKED_CHOICE}" '
+                                                  f"and give a short, polite {REPLY_FIELD} for the user:"),
+                     _guard_rules(list(guards))]),
         Fixed("ANSWER_WITH_TOOL", f"Answer by calling {UNDERSTAND_TOOL}."),
     ])
     return PromptPlan(f"Understand_{agent.name}", "[@T]", [system, conversation_message(history, window)],
@@ -176,13 +182,18 @@ def understand_request(
     extract: list[str],
     history: list[HistoryItem],
     window: int,
+    guards: list[Agent] = (),
 ) -> LLMRequest:
     """Decide, in one call, which `the user claims` case holds, whether the user switched
-    topic, and the values of the arguments the flow is about to read."""
+    topic, and the values of the arguments the flow is about to read (and, with `guards`, whether the
+    message breaks the router's input guardrails)."""
     props: dict[str, Any] = {}
     required = []
     if choices or switches:
         enum = [k for k, _ in choices] + [f"switch:{s.name}" for s in switches] + [NONE_CHOICE]
+        if guards:
+            enum.append(BLOCKED_CHOICE)
+            props[REPLY_FIELD] = {"type": "string"}
         props["choice"] = {"type": "string", "enum": enum}
         required.append("choice")
     if switches:
@@ -194,7 +205,8 @@ def understand_request(
         description="Report what the user's latest message means.",
         parameters={"type": "object", "properties": props, "required": required},
     )
-    plan = understand_plan(agent, choices, switches, extract, history, decision_window(window))
+    plan = understand_plan(agent, choices, switches, extract, history, decision_window(window),
+                           guards if (choices or switches) else ())
     return _request("understand", plan, tools=[tool], tool_choice=UNDERSTAND_TOOL)
 
 

@@ -153,6 +153,9 @@ class RouterExecutor:
         strategy = orchestration.strategy_of(router, ctx)
         if strategy != "adaptive":
             return self._choose_by(strategy, router, frame, ctx, candidates)
+        dropping = self._dropped_task(frame, ctx, {c.name for c in candidates})
+        if dropping is not None:
+            return dropping
         if len(candidates) == 1 and not ctx.input.passed:
             ctx.log.emit("route_decided", router.name, agent=candidates[0].name, by="only member")
             return candidates[0].name
@@ -186,6 +189,22 @@ class RouterExecutor:
             ctx.log.emit("step", router.name, action="embedding unsure, asking the LLM", best=decision.best,
                          score=round(decision.score, 3), margin=round(decision.margin, 3))
         return self.llm_route(router, frame, ctx, candidates)
+
+    @staticmethod
+    def _dropped_task(frame: Frame, ctx: TurnContext, names: set[str]) -> str | None:
+        """"Never mind the books. Is the live chat open?" while a task waits: the interrupted agent reads
+        it first (it ends its task and names the agent the rest is for), so it does not come back unasked."""
+        from frontdesk.runtime.policies import DROPS_TASK
+
+        if not ctx.llm_classifies or not DROPS_TASK.match(ctx.input.text or ""):
+            return None
+        waiting = ctx.threads_of(frame.data.suspended)  # type: ignore[union-attr]
+        agent = waiting[-1].base.agent if waiting else None
+        if agent not in names:
+            return None
+        ctx.log.emit("route_decided", frame.agent, agent=agent, by="the interrupted task",
+                     reason="the message drops the task that waits: its agent ends it first")
+        return agent
 
     def _choose_by(self, strategy: str, router: RouterAgent, frame: Frame, ctx: TurnContext,
                    candidates) -> str | None:
