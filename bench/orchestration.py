@@ -212,7 +212,10 @@ class StrategyBench(Bench):
                 else:
                     seconds = modelled_seconds(calls, latency, self.strategy == "best-of-n") + frontdesk_s
                 routed, why = routed_right(turn, events, members)
-                problems = check_turn(turn, events, members, side_effects)
+                # the rest of intent_shift's check (tools and their arguments, side effects, fallbacks, texts
+                # said); which agents acted is judged above (a knowledge agent that passes a message on was
+                # started, but did not act on it)
+                problems = [p for p in check_turn(turn, events, members, side_effects) if not p.startswith("agents ")]
                 described = [f"{c.get('purpose')}[{c.get('plan')}] {c.get('prompt_tokens')}+"
                              f"{c.get('completion_tokens')} tok" + (f" draft:{c['draft']}" if c.get("draft") else "")
                              for c in calls]

@@ -233,3 +233,14 @@ def test_describe_writes_each_strategy_s_calls_in_acdl(shop, strategy, expected)
     assert parsed is not None and not [d for d in diagnostics if d.severity.value == "error"]
     assert [line.split("[")[0] for line in text.splitlines() if line.endswith("[@T]: {")] == expected
     assert f"orchestration: {strategy}" in text
+
+
+def test_the_program_can_give_kinds_of_calls_and_agents_their_own_model(shop):
+    # `llm: models:` in config.yml: a cheaper model for knowledge answers, another for one agent
+    program = shop.model_copy(update={"settings": shop.settings.model_copy(update={"llm": {
+        "models": {"kb_answer": "small-model", "relevance": "tiny-model"}}})})
+    llm, _ = converse(program, "proactive", [
+        ALLOW, {"call": "route", "with": {"agent": "policies"}}, {"reply": "Returns within 30 days."},
+    ], ["What is your return policy?"])
+    assert [(r.plan, r.model) for r in llm.calls] == [
+        ("Guard_relevance", "tiny-model"), ("Route_desk", None), ("Answer_policies", "small-model")]

@@ -200,10 +200,10 @@ class KnowledgeExecutor:
         return None
 
     def _no_answer(self, agent: KnowledgeAgent, frame: Frame, ctx: TurnContext, reason: str) -> Outcome:
-        from frontdesk.runtime.orchestration import recheck_unanswered
+        from frontdesk.runtime.orchestration import unanswered_goes_back
 
-        if recheck_unanswered(ctx, frame):  # an off-topic message the local model took for a question
-            return Outcome.done("error", "a guardrail blocked the message")
+        if unanswered_goes_back(ctx, frame):  # the local model may have sent it to the wrong agent
+            return Outcome.done("success", "gave the message back")
         ctx.log.emit("fallback", agent.name, reason=reason,
                      policy=agent.fallback.shown() if agent.fallback else None)
         text = policy_message(agent.fallback) if agent.fallback and agent.fallback.kind == "text" else NOT_FOUND

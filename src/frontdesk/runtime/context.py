@@ -520,6 +520,7 @@ class TurnContext:
             self.log.emit("llm_call", agent, purpose=request.purpose, error=NO_LLM_MESSAGE)
             raise LLMError(NO_LLM_MESSAGE)
         self.check_preempted()
+        request = self._with_model(request, agent)
         prompt = [m.model_dump(exclude_none=True, exclude_defaults=True) for m in request.messages]
         started = time.perf_counter()
         try:
@@ -550,6 +551,17 @@ class TurnContext:
         )
         self.check_preempted()  # the answer is recorded; nothing has acted on it yet
         return response
+
+    def _with_model(self, request: LLMRequest, agent: str | None) -> LLMRequest:
+        """The model a call goes to when the program chooses one per agent or per kind of call (`llm:` →
+        `models:` in config.yml, e.g. a cheaper model for knowledge answers and flows' understanding):
+        the agent's entry first, then the call's purpose; a request that names its model keeps it."""
+        models = (self.program.settings.llm or {}).get("models")
+        if request.model or not isinstance(models, dict):
+            return request
+        chosen = models.get(agent) if agent else None
+        chosen = chosen or models.get(request.purpose)
+        return request.model_copy(update={"model": str(chosen)}) if chosen else request
 
     def _error_handler(self, caller: str | None, tool: str, result: ToolResult):
         """The caller's ON_ERROR handler for a failed call: for the tool by name, else by the kind of

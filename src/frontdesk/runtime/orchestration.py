@@ -389,7 +389,7 @@ def routed_blocked(router: RouterAgent, frame: Frame, ctx: TurnContext, response
 def unchecked_guards(ctx: TurnContext) -> list:
     """The governing router's guardrail agents when nothing has checked this message yet (an active
     member's own model call then carries them: a flow's understand call)."""
-    if ctx.orchestration.get("guarded") or ctx.input.text is None:
+    if ctx.orchestration.get("guarded") is True or ctx.input.text is None:
         return []
     found = governing(ctx)
     return guard_agents(found[1], ctx) if found is not None else []
@@ -412,20 +412,18 @@ def merged_blocked(ctx: TurnContext, frame: Frame, args: dict[str, Any], by: str
     return False
 
 
-def recheck_unanswered(ctx: TurnContext, frame: Frame) -> bool:
-    """A knowledge agent found no answer to a message no model call checked (the local model was sure it
-    is the knowledge agent's, as a route or a topic switch): before the fallback, the guardrails check it
-    in calls of their own. True when one blocked it (the user was told)."""
-    if ctx.orchestration.get("guarded") is True or ctx.orchestration.get("speculative"):
+def unanswered_goes_back(ctx: TurnContext, frame: Frame) -> bool:
+    """A knowledge agent the router started found no answer to a message no model has read yet (the local
+    model routed it there, sure, and can be wrong: "My kids adore The Hobbit. What should they read
+    next?"): it gives the message back, and the router's model (with the guardrails) decides who else
+    takes it, or that nobody does. True when it gave the message back."""
+    if ctx.orchestration.get("guarded") is True or ctx.orchestration.get("speculative") \
+            or not ctx.llm_classifies or not ctx.input.taken_by(frame) or ctx.started_by_router(frame) is None:
         return False
     found = governing(ctx)
-    if found is None:
+    if found is None or strategy_of(found[1], ctx) != "adaptive":
         return False
-    router = found[1]
-    for guard in guard_agents(router, ctx):
-        args = ctx.call_args(prompts.guard_request(guard, ctx.state.history), guard.name, "guardrail")
-        if args is not None and (args.get("allowed") is False or str(args.get("allowed")).lower() == "false"):
-            block(router, frame, ctx, guard.name, "llm, after no answer was found", args.get(prompts.REPLY_FIELD))
-            return True
-    ctx.orchestration["guarded"] = True
-    return False
+    ctx.input.give_back(frame, "the sources do not answer it")
+    ctx.log.emit("step", frame.agent, action="no answer in the sources: the message goes back to the router",
+                 router=found[1].name)
+    return True

@@ -70,8 +70,14 @@ class RouterExecutor:
         if chosen in ctx.input.passed or chosen not in {m.agent for m in router.members}:
             chosen = None
         chosen = chosen or self._by_condition(router, frame, ctx) or self._choose(router, frame, ctx)
-        if chosen == orchestration.BLOCKED:
-            return Outcome.wait()  # a guardrail stopped the message; the user was told
+        if chosen == orchestration.BLOCKED:  # a guardrail stopped the message; the user was told
+            # a task the message had taken the user away from (a topic switch read before the check) is
+            # where the conversation stays: back on the stack, waiting, without asking again
+            back = next((t for t in reversed(ctx.threads_of(data.suspended)) if t.suspended_at == ctx.state.turn), None)
+            if back is None:
+                return Outcome.wait()
+            data.suspended.remove(back.id)
+            return Outcome.call(ctx.resume_thread(back.id))
         if chosen == ASKED:
             ctx.input.state = "taken"
             frame.waiting = True
@@ -227,7 +233,7 @@ class RouterExecutor:
         """One routing call; its guardrails ride along unless they were checked already this turn.
         BLOCKED when a guardrail stops the message (the user was told)."""
         guards = orchestration.guard_agents(router, ctx)
-        merged = bool(guards) and not ctx.orchestration.get("guarded")
+        merged = bool(guards) and ctx.orchestration.get("guarded") is not True  # True: a model checked it
         request = cls._route_request(router, candidates, ctx, guards if merged else [])
         try:
             response: LLMResponse | LLMError = ctx.complete(request, router.name)
