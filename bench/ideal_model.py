@@ -311,7 +311,7 @@ class IdealModel:
             elif kind == "understand":
                 content, calls, answer = self._understand(agent, system, schemas[UNDERSTAND_TOOL])
             elif kind == "reason":
-                content, calls, answer = self._reason(agent, schemas)
+                content, calls, answer = self._reason(agent, schemas, _steps_taken(messages))
             elif kind == "kb_answer" and self.catalog.kinds.get(agent or "") == "knowledge":
                 content, calls, answer = self._kb_answer(agent, system)
             else:
@@ -406,11 +406,16 @@ class IdealModel:
                 return key
         return None
 
-    def _reason(self, agent, schemas: dict[str, dict[str, Any]]) -> tuple[str | None, list, str]:
+    def _reason(self, agent, schemas: dict[str, dict[str, Any]], taken: int | None = None) -> tuple[str | None, list, str]:
+        """`taken`: the steps the request's own transcript shows since the user's message (a correct model
+        answers from what it sees, so a draft that was thrown away does not move the script on); None
+        when the transcript does not show the message: the model's own count of the turn is used."""
         offered = set(schemas)
         hand_back_fields = (schemas.get(HAND_BACK_TOOL) or {}).get("properties") or {}
         finish_fields = (schemas.get(FINISH_TOOL) or {}).get("properties") or {}
         script = self.oracle.model.get(agent or "")
+        if taken is not None and agent:
+            self._next_step[agent] = taken
         if not script or self._next_step.get(agent, 0) >= len(script):
             # not this agent's message, or asked again after its script ended: nothing for it here
             why = "nothing more for me in this message" if script else "the user asks for something another agent does"
@@ -465,6 +470,15 @@ class IdealModel:
         script = self.oracle.model.get(agent or "") or []
         replies = [s[REPLY_KEY] for s in script if s.get(REPLY_KEY)]
         return (replies[-1] if replies else ""), [], "text"
+
+
+def _steps_taken(messages: list[dict[str, Any]]) -> int | None:
+    """The agent's answers (tool calls or replies) after the transcript's latest user message that is
+    the turn's; None when the transcript has no user message."""
+    last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=None)
+    if last_user is None:
+        return None
+    return sum(1 for m in messages[last_user + 1:] if m.get("role") == "assistant")
 
 
 def _bots_since_last_user(messages: list[dict[str, Any]]) -> set[str]:

@@ -244,3 +244,24 @@ def test_the_program_can_give_kinds_of_calls_and_agents_their_own_model(shop):
     ], ["What is your return policy?"])
     assert [(r.plan, r.model) for r in llm.calls] == [
         ("Guard_relevance", "tiny-model"), ("Route_desk", None), ("Answer_policies", "small-model")]
+
+
+@pytest.mark.parametrize("value, strategy, error", [("best-of-n", "best-of-n", None),
+                                                    ("best_of_n", None, "unknown orchestration strategy")])
+def test_an_abl_supervisor_names_its_strategy_under_execution(tmp_path, value, strategy, error):
+    from frontdesk.lang import load_program
+
+    hub = Path(__file__).parents[1] / "examples" / "support_hub"
+    for source in hub.iterdir():
+        if source.is_file():
+            (tmp_path / source.name).write_text(source.read_text())
+    path = tmp_path / "support_hub.agent.abl"
+    path.write_text(path.read_text().replace('GOAL: "Route bank customers to card services or account information"\n',
+                                             'GOAL: "Route bank customers to card services or account information"\n'
+                                             f"EXECUTION:\n  orchestration: {value}\n", 1))
+    program, diagnostics = load_program(tmp_path)
+    errors = [d for d in diagnostics if d.severity.value == "error"]
+    if error is None:
+        assert not errors and program.agents["Support_Hub"].strategy == strategy
+    else:
+        assert any(error in d.message and d.span.line == 4 for d in errors), errors

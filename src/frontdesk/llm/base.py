@@ -25,6 +25,38 @@ class ChatMessage(BaseModel):
     tool_call_id: str | None = None
 
 
+def message_record(message: ChatMessage) -> dict[str, Any]:
+    """A message as traces keep it: what `model_dump(exclude_none=True, exclude_defaults=True)` gives,
+    built directly (every LLM call records its whole prompt, so this is on every turn's path)."""
+    out: dict[str, Any] = {"role": message.role}
+    if message.content is not None:
+        out["content"] = message.content
+    if message.name is not None:
+        out["name"] = message.name
+    if message.tool_calls:
+        calls = []
+        for call in message.tool_calls:
+            record: dict[str, Any] = {"name": call.name}
+            if call.id:
+                record = {"id": call.id, "name": call.name}
+            if call.arguments:
+                record["arguments"] = call.arguments
+            calls.append(record)
+        out["tool_calls"] = calls
+    if message.tool_call_id is not None:
+        out["tool_call_id"] = message.tool_call_id
+    return out
+
+
+def trusted_message(data: dict[str, Any]) -> ChatMessage:
+    """A ChatMessage from a dict the runtime itself wrote (an agent's stored transcript), without
+    validating it again on every model call."""
+    calls = [ToolCall.model_construct(id=c.get("id", ""), name=c["name"], arguments=c.get("arguments") or {})
+             for c in data.get("tool_calls") or []]
+    return ChatMessage.model_construct(role=data["role"], content=data.get("content"), name=data.get("name"),
+                                       tool_calls=calls, tool_call_id=data.get("tool_call_id"))
+
+
 class ToolSchema(BaseModel):
     """A function the model may call; `parameters` is a JSON schema object."""
 

@@ -12,7 +12,7 @@ from frontdesk.expr import evaluate, render_template
 from frontdesk.expr.evaluator import EvalEnv
 from frontdesk.ir.expr import memory_path
 from frontdesk.ir.models import Expr, Program, Ref, RouterAgent, Template
-from frontdesk.llm.base import LLM, LLMError, LLMRequest, LLMResponse
+from frontdesk.llm.base import LLM, LLMError, LLMRequest, LLMResponse, message_record
 from frontdesk.nlu.base import Decision, Option, Thresholds, Understanding
 from frontdesk.runtime.events import EventLog
 from frontdesk.runtime.pipeline import PendingToolCall, Pipeline
@@ -521,7 +521,7 @@ class TurnContext:
             raise LLMError(NO_LLM_MESSAGE)
         self.check_preempted()
         request = self._with_model(request, agent)
-        prompt = [m.model_dump(exclude_none=True, exclude_defaults=True) for m in request.messages]
+        prompt = [message_record(m) for m in request.messages]
         started = time.perf_counter()
         try:
             response = self.llm.complete(request)

@@ -146,11 +146,8 @@ class RouterExecutor:
         if ctx.orchestration.get("speculative") or ctx.orchestration.get("forced") \
                 or ctx.orchestration.get("no_draft"):
             # a draft's member (or the chosen draft's) gave the message back, or no draft answered it: the
-            # strategy decided already; only the member it chose may still take it (an agent it had called
-            # gave it back), nobody else is asked
-            member = ctx.orchestration.get("draft") or ctx.orchestration.get("forced")
-            names = {m.agent for m in router.members}
-            return member if member in names and member not in ctx.input.passed else None
+            # strategy decided already, nobody else is asked
+            return None
         candidates = self._candidates(router, frame, ctx)
         if not candidates:
             ctx.log.emit("route_decided", router.name, agent=None, by="none left",

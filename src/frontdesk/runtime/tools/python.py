@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import inspect
 import io
+import queue
 import sys
 import threading
 from collections.abc import Callable
@@ -199,14 +200,49 @@ def call_capturing(fn: Callable[..., Any], kwargs: dict[str, Any], label: str, t
         finally:
             stdout.local.buffer = None
 
-    worker = threading.Thread(target=run, name=label, daemon=True)
-    worker.start()
-    worker.join(timeout)
+    done = threading.Event()
+
+    def job() -> None:
+        try:
+            run()
+        finally:
+            done.set()
+
+    WORKERS.submit(job)
+    finished = done.wait(timeout)
     printed = text_of(out.getvalue()).strip()
     total = out.total if out.total > out.kept else 0
-    if worker.is_alive() or not outcome:
+    if not finished or not outcome:
         return False, None, printed, total
     return True, outcome[0], printed, total
+
+
+class _Workers:
+    """Threads that run tool calls, kept for the next call (starting a thread per call cost a tenth of
+    a millisecond each time). A call that outlives its time limit keeps its thread busy, so a new one is
+    started for the next call whenever none is free."""
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._idle = 0
+
+    def submit(self, job: Callable[[], None]) -> None:
+        with self._lock:
+            if self._idle:
+                self._idle -= 1  # a free worker takes it
+            else:
+                threading.Thread(target=self._work, name="frontdesk-tool", daemon=True).start()
+        self._jobs.put(job)
+
+    def _work(self) -> None:
+        while True:
+            self._jobs.get()()
+            with self._lock:
+                self._idle += 1
+
+
+WORKERS = _Workers()
 
 
 def describe(exc: BaseException) -> str:
