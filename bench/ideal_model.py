@@ -473,12 +473,13 @@ class IdealModel:
 
 
 def _steps_taken(messages: list[dict[str, Any]]) -> int | None:
-    """The agent's answers (tool calls or replies) after the transcript's latest user message that is
-    the turn's; None when the transcript has no user message."""
+    """The agent's steps since the transcript's latest user message: its tool calls (a reply ends its
+    turn, and other agents' lines are assistant messages without tool calls); None when the transcript
+    has no user message."""
     last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=None)
     if last_user is None:
         return None
-    return sum(1 for m in messages[last_user + 1:] if m.get("role") == "assistant")
+    return sum(1 for m in messages[last_user + 1:] if m.get("role") == "assistant" and m.get("tool_calls"))
 
 
 def _bots_since_last_user(messages: list[dict[str, Any]]) -> set[str]:
