@@ -13,10 +13,12 @@ from frontdesk.ir.models import (
     BranchNode,
     ClaimsCondition,
     FlowAgent,
+    InvokeNode,
     KnowledgeAgent,
     Program,
     ReasoningAgent,
     RouterAgent,
+    SayNode,
 )
 from frontdesk.nlu.base import Option
 
@@ -97,7 +99,24 @@ def flow_answers(program: Program, name: str) -> list[str]:
     if graph is None:
         return []
     return [e for node in graph.nodes.values() if isinstance(node, BranchNode)
-            for case in node.cases if isinstance(case.condition, ClaimsCondition) for e in case.condition.examples]
+            for case in node.cases if isinstance(case.condition, ClaimsCondition)
+            and _calls_other_agent(graph, case.target, name) is None for e in case.condition.examples]
+
+
+def _calls_other_agent(graph, start: str | None, name: str, look: int = 4) -> str | None:
+    """The agent a `then` block hands the answer to (`call: book_recommendation` after "Do you have other
+    types of books?"), looking past what it says first; None when it stays with this agent. Such a case's
+    examples ask for that agent's task, not for this one's."""
+    node = graph.nodes.get(start) if start else None
+    for _ in range(look):
+        if node is None:
+            return None
+        if isinstance(node, InvokeNode):
+            return node.target if node.target_kind == "agent" and node.target != name else None
+        if not isinstance(node, SayNode):
+            return None
+        node = graph.nodes.get(node.next) if node.next else None
+    return None
 
 
 def task_phrases(program: Program, agent: ReasoningAgent) -> list[str]:

@@ -60,10 +60,12 @@ class SpeculationStop(BaseException):
 
 def strategy_of(router: RouterAgent, ctx: TurnContext) -> str:
     """The strategy a router runs: the engine's override (`--orchestration`), else the router's own,
-    else the program's (`orchestration:` in config.yml), else `adaptive`."""
+    else the program's (`orchestration:` in config.yml), else `adaptive`. The paper's strategies decide
+    with an LLM: with none that can (offline, or only the small local generator) the router runs
+    `adaptive`, which decides with the local understanding model."""
     for choice in (getattr(ctx.engine, "orchestration", None), router.strategy, ctx.program.settings.orchestration):
         if choice in ORCHESTRATION_STRATEGIES:
-            return choice
+            return choice if choice == DEFAULT_ORCHESTRATION or ctx.llm_classifies else DEFAULT_ORCHESTRATION
     return DEFAULT_ORCHESTRATION
 
 
