@@ -50,10 +50,12 @@ def _route(provider, enum: list[str], transcript: str) -> str:
     return response.tool_calls[0].arguments["agent"]
 
 
-def _reason(provider, program, agent: str, tools: list[str]):
+def _reason(provider, program, agent: str, tools: list[str], after: list[ChatMessage] = ()):
+    """One step of an LLM agent; `after`: what its transcript holds after the user's message (its earlier
+    steps in the turn: the ideal model reads where it is in its script from them)."""
     system = program.agents[agent].instructions + "\nWhen your task is complete, call finish."
     request = LLMRequest(purpose="reason", messages=[
-        ChatMessage(role="system", content=system), ChatMessage(role="user", content="…")],
+        ChatMessage(role="system", content=system), ChatMessage(role="user", content="…"), *after],
         tools=[_tool(t, {}) for t in tools + [ideal_model.FINISH_TOOL, ideal_model.HAND_BACK_TOOL]])
     return provider.complete(request)
 
@@ -86,8 +88,13 @@ def test_reasoning_follows_the_script_then_replies_and_hands_back_a_foreign_mess
     model.begin_turn(ORDER_IT)
     first = _reason(provider, bookstore, "book_recommendation", ["query_book_genre", "find_bestsellers"])
     assert [(c.name, c.arguments) for c in first.tool_calls] == [("find_bestsellers", {"genre": "fantasy"})]
-    second = _reason(provider, bookstore, "book_recommendation", ["query_book_genre", "find_bestsellers"])
+    steps = [ChatMessage(role="assistant", tool_calls=first.tool_calls),
+             ChatMessage(role="tool", tool_call_id=first.tool_calls[0].id, content="Crown of Ash and Ivy")]
+    second = _reason(provider, bookstore, "book_recommendation", ["query_book_genre", "find_bestsellers"], steps)
     assert second.content == "Crown of Ash and Ivy it is." and not second.tool_calls
+    # the same request again (a draft that was thrown away, then the real run): the same answer
+    again = _reason(provider, bookstore, "book_recommendation", ["query_book_genre", "find_bestsellers"], steps)
+    assert again.content == second.content
     assert second.usage.completion_tokens > 0
     model.begin_turn(ideal_model.TurnOracle.from_dict({"user": "How long does shipping take?",
                                                       "agents": ["store_policy_kb"]}))
