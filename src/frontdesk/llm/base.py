@@ -48,15 +48,6 @@ def message_record(message: ChatMessage) -> dict[str, Any]:
     return out
 
 
-def trusted_message(data: dict[str, Any]) -> ChatMessage:
-    """A ChatMessage from a dict the runtime itself wrote (an agent's stored transcript), without
-    validating it again on every model call."""
-    calls = [ToolCall.model_construct(id=c.get("id", ""), name=c["name"], arguments=c.get("arguments") or {})
-             for c in data.get("tool_calls") or []]
-    return ChatMessage.model_construct(role=data["role"], content=data.get("content"), name=data.get("name"),
-                                       tool_calls=calls, tool_call_id=data.get("tool_call_id"))
-
-
 class ToolSchema(BaseModel):
     """A function the model may call; `parameters` is a JSON schema object."""
 

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from frontdesk.ir.models import ReasoningAgent
-from frontdesk.llm.base import ChatMessage, LLMError, ToolCall, trusted_message
+from frontdesk.llm.base import ChatMessage, LLMError, ToolCall
 from frontdesk.runtime import fanout, prompts
 from frontdesk.runtime.context import ChildResult, Outcome, TurnContext
 from frontdesk.runtime.events import register_event_type
@@ -233,7 +233,7 @@ class ReasoningExecutor:
         def build():
             sent = data.messages[data.compacted:]
             window = recent(sent, TRANSCRIPT_LIMIT)
-            messages = [trusted_message(m) for m in window]
+            messages = [ChatMessage.model_validate(m) for m in window]
             built = prompts.reasoning_request(agent, ctx.values(agent.name), messages, ctx.program.tools,
                                               talk_only=unasked, others=others, about=about, summary=data.summary)
             if not unasked:  # HANDOFF RETURN: true under a supervisor: __return_to_parent__ (ABL 3.10)
