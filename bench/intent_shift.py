@@ -355,7 +355,10 @@ class Bench:
             self.notes.add(note)
         return self._models[name]
 
-    def run(self, dialogue: Dialogue) -> DialogueRow:
+    def replay(self, dialogue: Dialogue):
+        """Run a dialogue's turns, one engine and session for the dialogue; yields per turn the turn, its
+        events (as JSON), the wall time of Engine.send, the ideal model (None offline) and the local
+        generator's seconds before the turn."""
         from frontdesk.app import knowledge_for
         from frontdesk.runtime.engine import Engine
         from frontdesk.store.memory import MemorySessionStore
@@ -365,8 +368,6 @@ class Bench:
         model = IdealModel(program, self.counter) if self.server else None
         if model is not None:
             self.server.model = model
-        members, side_effects = member_agents(program), SIDE_EFFECTS.get(dialogue.program, set())
-        rows = []
         with tempfile.TemporaryDirectory() as data, environment(FRONTDESK_EXAMPLE_DB_DIR=data,
                                                                   FRONTDESK_EXAMPLE_TODAY=TODAY):
             engine = Engine(program, llm, MemorySessionStore(), understanding=understanding,
@@ -379,8 +380,14 @@ class Bench:
                 start = time.perf_counter()
                 result = engine.send(session, turn.oracle.user)
                 wall = time.perf_counter() - start
-                events = [e.model_dump(mode="json") for e in result.events]
-                rows.append(self._row(turn, events, wall, model, llm, local_before, members, side_effects))
+                yield turn, [e.model_dump(mode="json") for e in result.events], wall, model, local_before
+
+    def run(self, dialogue: Dialogue) -> DialogueRow:
+        program = self.program(dialogue.program)
+        llm = self.models(dialogue.program)[0]
+        members, side_effects = member_agents(program), SIDE_EFFECTS.get(dialogue.program, set())
+        rows = [self._row(turn, events, wall, model, llm, local_before, members, side_effects)
+                for turn, events, wall, model, local_before in self.replay(dialogue)]
         return DialogueRow(dialogue.name, dialogue.program, self.mode, rows)
 
     def _row(self, turn, events, wall, model, llm, local_before, members, side_effects) -> TurnRow:

@@ -32,7 +32,6 @@ import os
 import shutil
 import sys
 import tempfile
-import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,9 +41,14 @@ import yaml
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 
-from ideal_model import IdealModel, IdealModelServer, TokenCounter  # noqa: E402
+from ideal_model import IdealModelServer, TokenCounter  # noqa: E402
 from intent_shift import (  # noqa: E402
-    SIDE_EFFECTS, TODAY, Bench, check_turn, environment, examples_root, load_dialogue, member_agents,
+    SIDE_EFFECTS,
+    Bench,
+    check_turn,
+    examples_root,
+    load_dialogue,
+    member_agents,
 )
 
 DIALOGUES = BENCH / "orchestration" / "dialogues"
@@ -180,49 +184,30 @@ class StrategyBench(Bench):
         return super().models(name)
 
     def run_dialogue(self, dialogue, latency: LatencyModel) -> list[TurnResult]:
-        from frontdesk.app import knowledge_for
-        from frontdesk.runtime.engine import Engine
-        from frontdesk.store.memory import MemorySessionStore
-
         program = self.program(dialogue.program)
-        llm, understanding, embedder = self.models(dialogue.program)
-        model = IdealModel(program, self.counter) if self.server else None
-        if model is not None:
-            self.server.model = model
         members = member_agents(program)
         side_effects = SIDE_EFFECTS.get(dialogue.program, set())
         out = []
-        with tempfile.TemporaryDirectory() as data, environment(FRONTDESK_EXAMPLE_DB_DIR=data,
-                                                                  FRONTDESK_EXAMPLE_TODAY=TODAY):
-            engine = Engine(program, llm, MemorySessionStore(), understanding=understanding,
-                            knowledge=knowledge_for(program, embedder), **self.engine_options)
-            session = engine.start(program_label=dialogue.name).session_id
-            for turn in dialogue.turns:
-                if model is not None:
-                    model.begin_turn(turn.oracle)
-                start = time.perf_counter()
-                result = engine.send(session, turn.oracle.user)
-                wall = time.perf_counter() - start
-                events = [e.model_dump(mode="json") for e in result.events]
-                calls = model_calls(events)
-                model_seconds = sum(c.seconds for c in model.calls) if model is not None else 0.0
-                frontdesk_s = max(0.0, wall - model_seconds)
-                if self.endpoint:
-                    seconds = wall
-                else:
-                    seconds = modelled_seconds(calls, latency, self.strategy == "best-of-n") + frontdesk_s
-                routed, why = routed_right(turn, events, members)
-                # the rest of intent_shift's check (tools and their arguments, side effects, fallbacks, texts
-                # said); which agents acted is judged above (a knowledge agent that passes a message on was
-                # started, but did not act on it)
-                problems = [p for p in check_turn(turn, events, members, side_effects) if not p.startswith("agents ")]
-                described = [f"{c.get('purpose')}[{c.get('plan')}] {c.get('prompt_tokens')}+"
-                             f"{c.get('completion_tokens')} tok" + (f" draft:{c['draft']}" if c.get("draft") else "")
-                             for c in calls]
-                out.append(TurnResult(dialogue.name, turn.oracle.user, routed, routed and not problems, len(calls),
-                                      sum(c.get("prompt_tokens") or 0 for c in calls),
-                                      sum(c.get("completion_tokens") or 0 for c in calls), round(seconds, 3),
-                                      round(frontdesk_s * 1000, 1), why, problems, described))
+        for turn, events, wall, model, _ in self.replay(dialogue):
+            calls = model_calls(events)
+            model_seconds = sum(c.seconds for c in model.calls) if model is not None else 0.0
+            frontdesk_s = max(0.0, wall - model_seconds)
+            if self.endpoint:
+                seconds = wall
+            else:
+                seconds = modelled_seconds(calls, latency, self.strategy == "best-of-n") + frontdesk_s
+            routed, why = routed_right(turn, events, members)
+            # the rest of intent_shift's check (tools and their arguments, side effects, fallbacks, texts
+            # said); which agents acted is judged above (a knowledge agent that passes a message on was
+            # started, but did not act on it)
+            problems = [p for p in check_turn(turn, events, members, side_effects) if not p.startswith("agents ")]
+            described = [f"{c.get('purpose')}[{c.get('plan')}] {c.get('prompt_tokens')}+"
+                         f"{c.get('completion_tokens')} tok" + (f" draft:{c['draft']}" if c.get("draft") else "")
+                         for c in calls]
+            out.append(TurnResult(dialogue.name, turn.oracle.user, routed, routed and not problems, len(calls),
+                                  sum(c.get("prompt_tokens") or 0 for c in calls),
+                                  sum(c.get("completion_tokens") or 0 for c in calls), round(seconds, 3),
+                                  round(frontdesk_s * 1000, 1), why, problems, described))
         return out
 
 

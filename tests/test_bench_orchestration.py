@@ -12,8 +12,9 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
-import ideal_model  # noqa: E402
 import importlib.util  # noqa: E402
+
+import ideal_model  # noqa: E402
 
 from frontdesk.lang.adl import load_adl  # noqa: E402
 from frontdesk.llm.base import ChatMessage, LLMRequest, ToolSchema  # noqa: E402

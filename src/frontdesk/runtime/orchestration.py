@@ -30,7 +30,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from frontdesk.ir.models import DEFAULT_ORCHESTRATION, ORCHESTRATION_STRATEGIES, RouterAgent
+from frontdesk.ir.models import (
+    DEFAULT_ORCHESTRATION,
+    ORCHESTRATION_STRATEGIES,
+    RouterAgent,
+)
 from frontdesk.llm.base import LLMError, LLMRequest, LLMResponse
 from frontdesk.runtime import prompts
 from frontdesk.runtime.context import Outcome, TurnContext, TurnInput
