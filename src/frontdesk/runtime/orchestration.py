@@ -46,7 +46,6 @@ register_event_type("guardrail_verdict", "an input guardrail agent of a router j
 register_event_type("draft", "a member drafted a reply for a best-of-n or first-success router",
                     ("candidate", "reply", "usable"))
 
-PAPER_STRATEGIES = ("proactive", "merging", "autonomous", "first-success", "best-of-n")
 DRAFTING = ("first-success", "best-of-n")
 BLOCKED = "\0blocked"  # a guardrail stopped the message and the user was told why
 MAX_DRAFTERS = 4  # best-of-n: members drafting at the same time, at most
@@ -97,20 +96,15 @@ def guard_agents(router: RouterAgent, ctx: TurnContext) -> list:
     return [ctx.program.agents[g] for g in router.guardrails if g in ctx.program.agents]
 
 
-def refusal(router: RouterAgent, ctx: TurnContext, reply: Any = None) -> str:
-    """What a blocked message gets: the guardrail's reply, else what the assistant can help with."""
-    if isinstance(reply, str) and reply.strip():
-        return reply.strip()
-    from frontdesk.runtime.routing import describe_agent
-
-    offers = [describe_agent(ctx.program.agents[m.agent]) for m in router.members if m.agent in ctx.program.agents]
-    return NOT_HERE + (" " + "; ".join(offers) + "." if offers else "")
+def refusal(reply: Any = None) -> str:
+    """What a blocked message gets: the guardrail's reply, else a plain refusal."""
+    return reply.strip() if isinstance(reply, str) and reply.strip() else NOT_HERE
 
 
 def block(router: RouterAgent, frame: Frame, ctx: TurnContext, guard: str, by: str, reply: Any = None) -> str:
     """The message breaks a guardrail: the user is told, and no member sees it."""
     ctx.log.emit("guardrail_verdict", guard, guard=guard, allowed=False, by=by)
-    ctx.say(guard, refusal(router, ctx, reply), frame)
+    ctx.say(guard, refusal(reply), frame)
     if ctx.input.text is not None:
         ctx.input.state = "taken"
     frame.waiting = True
