@@ -265,3 +265,23 @@ def test_an_abl_supervisor_names_its_strategy_under_execution(tmp_path, value, s
         assert not errors and program.agents["Support_Hub"].strategy == strategy
     else:
         assert any(error in d.message and d.span.line == 4 for d in errors), errors
+
+
+def test_failing_guardrail_judge_and_select_calls_never_reach_the_user_as_errors(shop):
+    # the guardrail's call fails: the message goes on (an error event says so)
+    llm, turns = converse(shop, "proactive", [
+        {"error": "upstream 500"}, {"call": "route", "with": {"agent": "policies"}}, {"reply": "Within 30 days."},
+    ], ["What is your return policy?"])
+    assert said(turns[0]) == [("policies", "Within 30 days.")]
+    assert [e["where"] for e in events(turns[0], "error")] == ["guardrail"]
+    # best-of-n's selection fails: the first usable draft in the router's order answers
+    llm, turns = converse(shop, "best-of-n", [
+        ALLOW, {"reply": "Within 30 days."}, {"call": "hand_back", "with": {"reason": "x"}}, {"error": "timeout"},
+    ], ["What is your return policy?"])
+    assert said(turns[0]) == [("policies", "Within 30 days.")]
+    # first-success's judge fails on every draft: nothing is judged satisfactory, the router's fallback answers
+    llm, turns = converse(shop, "first-success", [
+        ALLOW, {"reply": "Within 30 days."}, {"error": "timeout"}, {"call": "hand_back", "with": {"reason": "x"}},
+        {"error": "timeout"},
+    ], ["What is your return policy?"])
+    assert events(turns[0], "fallback") and all(m.text for m in turns[0].messages)

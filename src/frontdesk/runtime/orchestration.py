@@ -35,7 +35,7 @@ from frontdesk.ir.models import (
     ORCHESTRATION_STRATEGIES,
     RouterAgent,
 )
-from frontdesk.llm.base import LLMError, LLMRequest, LLMResponse
+from frontdesk.llm.base import LLMError, LLMRequest, LLMResponse, ScriptError
 from frontdesk.runtime import prompts
 from frontdesk.runtime.context import Outcome, TurnContext, TurnInput
 from frontdesk.runtime.events import EventLog, register_event_type
@@ -282,6 +282,8 @@ def _draft(engine, ctx: TurnContext, base, frame_id: str, member: str, active: F
         engine.drive_turn(dctx)
     except SpeculationStop as stop:
         draft.pending = stop
+    except ScriptError:
+        raise  # a test's script that went off its script: the test's bug, shown as such
     except Exception as exc:  # noqa: BLE001 - a draft that fails is not chosen; the turn goes on
         draft.failed = f"{type(exc).__name__}: {exc}"
     draft.said = [m.text for m in dctx.said if m.agent != frame.agent]  # the router's own words are not a draft
