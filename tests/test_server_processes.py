@@ -337,7 +337,7 @@ def test_a_server_killed_mid_turn_keeps_the_last_committed_turn(backend, servers
     sender = threading.Thread(target=interrupted, daemon=True)
     sender.start()
     deadline = time.monotonic() + 30
-    while not started.exists():
+    while not (started.exists() and started.read_text()):  # written, not just created
         assert first.proc.poll() is None, first.output()
         assert time.monotonic() < deadline, f"the slow tool did not start:\n{first.output()}"
         time.sleep(0.02)
