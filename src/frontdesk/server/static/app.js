@@ -28,6 +28,7 @@
     "constraint_check", "constraint_action", "guardrail_check", "guardrail_action",
     "error", "warning", "fallback", "escalated", "session_escalated", "memory_recall",
     "knowledge_progress", "fan_out.started", "fan_out.completed", "output_changed", "input_blocked",
+    "guardrail_verdict", "draft",
   ]);
 
   const CATEGORY = {
@@ -36,7 +37,7 @@
     handoff_completed: "routing", agent_started: "routing", agent_finished: "routing",
     agent_suspended: "routing", agent_resumed: "routing", agent_dropped: "routing", thread_return: "routing",
     condition_evaluated: "condition", condition: "condition", constraint_check: "condition",
-    guardrail_check: "condition",
+    guardrail_check: "condition", guardrail_verdict: "condition", draft: "routing",
     tool_call: "tool", tool_called: "tool", tool_result: "tool", tool_intercepted: "tool",
     tool_confirmation_requested: "tool", tool_confirmation_answered: "tool",
     llm_call: "llm",
@@ -716,6 +717,9 @@
       case "constraint_check": return [verdict(d.passed), " ", el("code", {}, short(d.constraint || "", 200)),
         d.kind ? ` (${d.kind})` : "", d.soft ? " soft" : ""];
       case "guardrail_check": return [verdict(d.passed !== undefined ? d.passed : d.result), " ", short(d.guardrail || d.name || d, 200)];
+      case "guardrail_verdict": return [verdict(d.allowed), ` ${d.guard || ev.agent || "guardrail"}`, d.by ? ` by ${d.by}` : ""];
+      case "draft": return [`draft of ${d.candidate || ev.agent}: `, short(d.reply || "(nothing)", 200),
+        d.usable === false ? " (not usable)" : ""];
       case "tool_call": case "tool_called": return [el("code", {}, `${d.tool}(${callArgs(d.args)})`)];
       case "tool_result": return [el("code", {}, d.tool), " ", el("span", { class: `verdict ${d.status === "success" ? "yes" : "no"}` }, d.status || "?"),
         " → ", short(d.args !== undefined ? d.args : d.result, 200), d.error ? ` error: ${short(d.error)}` : ""];
@@ -723,6 +727,7 @@
         const tokens = (d.prompt_tokens !== undefined || d.completion_tokens !== undefined)
           ? ` · ${d.prompt_tokens || 0} + ${d.completion_tokens || 0} tokens` : "";
         return [el("span", { class: "strong" }, d.purpose || "llm"), d.model || d.provider ? ` · ${d.model || d.provider}` : "", tokens,
+          d.draft ? ` · draft of ${d.draft}` : "", d.replayed ? " · replayed (no call)" : "",
           d.error ? ` · error: ${short(d.error)}` : ""];
       }
       case "flow_transition": return [`${d.previous || "start"} → `, el("span", { class: "strong" }, d.step || "?")];
