@@ -166,10 +166,6 @@ class KnowledgeExecutor:
                          reason=f"{agent.name} named the agent the message is for")
             return Outcome.done("success", f"passed the message to {passed}")
         answer = (response.content or "").strip()
-        if (not answer or NO_ANSWER in answer) and others:
-            # autonomous: not a question it can answer; the router decides who gets it
-            ctx.input.give_back(frame, "the sources do not answer it")
-            return Outcome.done("success", "gave the message back")
         if not answer or NO_ANSWER in answer:
             return self._no_answer(agent, frame, ctx, "the sources do not answer the question")
         ctx.say(agent.name, answer, frame)

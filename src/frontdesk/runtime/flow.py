@@ -476,7 +476,7 @@ class FlowExecutor:
                 agent, claims_choices(branch) if ask_choice else [], switches if ask_choice else [], extract,
                 ctx.state.history, ctx.program.settings.history_window, guards)
             call = ctx.call_args(request, frame.agent, "understand") or {}
-            if guards and orchestration.merged_blocked(ctx, frame, call, "merged into the understand call"):
+            if guards and orchestration.merged_verdict(ctx, frame, call, "choice", "merged into the understand call"):
                 return Outcome.wait(), True  # the flow keeps waiting at its question
             extracted = self._apply_extracted(call.get("args"), extract, frame, ctx)
             if ask_choice:

@@ -14,9 +14,10 @@ The five methods of the ADL paper (section 4) and Frontdesk's own default:
   each draft judged by the router's model, until one is satisfactory.
 - `best-of-n`: every member drafts a reply at the same time; the router's model selects the best.
 - `adaptive` (the default): the local understanding model decides when it is sure (routing, topic
-  switches, `the user claims`, and the guardrails: a message it is sure no member serves is blocked
-  without a call), the active agent keeps the message it is asked for, guardrails ride in the routing
-  call when one is made, and an LLM call is made only when a decision is unsure.
+  switches, `the user claims`, and the guardrails: a message it is sure a member serves passes without
+  a call), the active agent keeps the message it is asked for, guardrails ride in the call that reads
+  the message when one is made (routing, or an active flow's understand call), and an LLM call is made
+  only when a decision is unsure.
 
 A draft (first-success, best-of-n) runs on its own copy of the session and stops before its first
 tool call, so nothing lasting happens while drafting; the chosen member then runs for real on the
@@ -35,7 +36,7 @@ from frontdesk.ir.models import (
     ORCHESTRATION_STRATEGIES,
     RouterAgent,
 )
-from frontdesk.llm.base import LLMError, LLMRequest, LLMResponse, ScriptError
+from frontdesk.llm.base import LLMRequest, LLMResponse, ScriptError
 from frontdesk.runtime import prompts
 from frontdesk.runtime.context import Outcome, TurnContext, TurnInput
 from frontdesk.runtime.events import EventLog, register_event_type
@@ -126,7 +127,6 @@ def before_turn(engine, ctx: TurnContext) -> bool:
     if not frame.started:
         return False
     strategy = strategy_of(router, ctx)
-    ctx.orchestration["strategy"] = strategy
     guards = guard_agents(router, ctx)
     if guards and not _guarded(router, frame, active, strategy, guards, ctx):
         return True
@@ -151,13 +151,11 @@ def before_turn(engine, ctx: TurnContext) -> bool:
 def _guarded(router: RouterAgent, frame: Frame, active: Frame | None, strategy: str, guards: list,
              ctx: TurnContext) -> bool:
     """Check the router's input guardrails where the strategy checks them; False when one blocked."""
-    if strategy == "merging" or (strategy == "adaptive" and active is None and ctx.understanding is None):
-        return True  # folded into the routing call
-    if strategy == "adaptive" and active is not None:
-        # the active member asked for this message (an answer is seldom like any member's examples): it
-        # handles it, and a topic switch it detects is routed with the guardrails in the routing call
+    if strategy == "merging" or (strategy == "adaptive" and (active is not None or ctx.understanding is None)):
+        # folded into the call that reads the message (the routing call; an active member's own: a flow's
+        # understand call, or the routing call a topic switch it detects leads to)
         return True
-    if strategy == "adaptive" and ctx.understanding is not None:
+    if strategy == "adaptive":
         names = [m.agent for m in router.members if m.agent in ctx.program.agents]
         decision = ctx.embed_decide(ctx.input.text or "", ctx.agent_options(names), "route", router.name)
         # "no member fits" from the local model is not trusted to block: it also says so of short answers
@@ -188,32 +186,15 @@ def switch_to(engine, ctx: TurnContext, frame: Frame, chosen: str) -> None:
     outcome = Outcome.switch(chosen)
     thread = engine._suspend_chain(top, outcome, ctx)
     base = thread.base if thread is not None else top
+    # the router records the suspended thread, and `chosen` as the member to route the message to
     engine.executors["router"].child_finished(frame, engine._result(base, outcome, thread, ctx), ctx)
-    frame.data.decisions["route"] = chosen  # type: ignore[union-attr]
 
 
 # ---- drafting: first-success and best-of-n ---------------------------------------------------------------
 
 
-class Recorder:
-    """Stands in for the model in a draft: passes each call on and keeps the answers, in order."""
-
-    def __init__(self, llm) -> None:
-        self.llm = llm
-        self.name = llm.name
-        self.can_classify = getattr(llm, "can_classify", True)
-        self.ordered = getattr(llm, "ordered", False)
-        self.answers: list[tuple[str, LLMResponse]] = []
-
-    def complete(self, request: LLMRequest) -> LLMResponse:
-        response = self.llm.complete(request)
-        self.answers.append((request.purpose, response))
-        return response
-
-
-class Replayer:
-    """Stands in for the model while the chosen draft runs for real: its drafted answers come back in
-    order (as long as the requests are of the same purpose), then calls go to the model."""
+class _StandIn:
+    """Takes the model's place for a while, saying what the model says of itself."""
 
     def __init__(self, llm, answers: list[tuple[str, LLMResponse]]) -> None:
         self.llm = llm
@@ -221,6 +202,26 @@ class Replayer:
         self.can_classify = getattr(llm, "can_classify", True)
         self.ordered = getattr(llm, "ordered", False)
         self.answers = list(answers)
+
+
+class Recorder(_StandIn):
+    """Stands in for the model in a draft: passes each call on and keeps the answers, in order."""
+
+    def __init__(self, llm) -> None:
+        super().__init__(llm, [])
+
+    def complete(self, request: LLMRequest) -> LLMResponse:
+        response = self.llm.complete(request)
+        self.answers.append((request.purpose, response))
+        return response
+
+
+class Replayer(_StandIn):
+    """Stands in for the model while the chosen draft runs for real: its drafted answers come back in
+    order (as long as the requests are of the same purpose), then calls go to the model."""
+
+    def __init__(self, llm, answers: list[tuple[str, LLMResponse]]) -> None:
+        super().__init__(llm, answers)
         self.replayed = False  # whether the latest answer was a drafted one
 
     def complete(self, request: LLMRequest) -> LLMResponse:
@@ -264,7 +265,7 @@ def _draft_context(ctx: TurnContext, base) -> TurnContext:
     memory = TaskMemory(ctx.memory) if ctx.memory is not None else None
     llm = Recorder(ctx.llm) if ctx.llm is not None else None
     return dataclasses.replace(ctx, state=state, log=log, said=[], sent=[], input=draft_input, memory=memory,
-                               llm=llm, orchestration={"speculative": True, "guarded": True}, preempt=None,
+                               llm=llm, orchestration={"speculative": True, "guarded": True, "decided": True}, preempt=None,
                                tool_ran=False)
 
 
@@ -336,11 +337,10 @@ def draft_and_choose(engine, ctx: TurnContext, frame: Frame, router: RouterAgent
             chosen = usable[0]
         elif usable:
             chosen = _selected(router, usable, ctx)
+    ctx.orchestration["decided"] = True  # the drafts decided: nobody else is asked in this turn
     if chosen is None:
-        ctx.orchestration["no_draft"] = True
         return False
     ctx.log.emit("route_decided", router.name, agent=chosen.agent, by=strategy, reason="its draft was chosen")
-    ctx.orchestration["forced"] = chosen.agent
     if ctx.llm is not None:
         ctx.orchestration["model"] = ctx.llm
         ctx.llm = Replayer(ctx.llm, chosen.answers)
@@ -375,19 +375,6 @@ def _selected(router: RouterAgent, drafts: list[Draft], ctx: TurnContext) -> Dra
     return next((d for d in drafts if d.agent == args.get("agent")), None)
 
 
-def routed_blocked(router: RouterAgent, frame: Frame, ctx: TurnContext, response: LLMResponse | LLMError) -> bool:
-    """Whether a (merged) routing call's answer blocks the message; if so the user was told."""
-    if isinstance(response, LLMError) or not response.tool_calls:
-        return False
-    args = response.tool_calls[0].arguments
-    if args.get("agent") != prompts.BLOCKED_CHOICE:
-        return False
-    guards = guard_agents(router, ctx)
-    block(router, frame, ctx, guards[0].name if guards else router.name, "merged into the routing call",
-          args.get(prompts.REPLY_FIELD))
-    return True
-
-
 def unchecked_guards(ctx: TurnContext) -> list:
     """The governing router's guardrail agents when nothing has checked this message yet (an active
     member's own model call then carries them: a flow's understand call)."""
@@ -397,9 +384,11 @@ def unchecked_guards(ctx: TurnContext) -> list:
     return guard_agents(found[1], ctx) if found is not None else []
 
 
-def merged_blocked(ctx: TurnContext, frame: Frame, args: dict[str, Any], by: str) -> bool:
-    """Whether a call the guardrails were folded into (`unchecked_guards`) blocked the message; if so the
-    user was told, by the guardrail, and `frame` waits."""
+def merged_verdict(ctx: TurnContext, frame: Frame, args: dict[str, Any] | None, key: str, by: str) -> bool:
+    """The verdict of a call the router's guardrails were folded into (a routing call, whose `agent`, or
+    a flow's understand call, whose `choice`, may be BLOCKED_CHOICE; `args` None when the call failed):
+    the message counts as checked either way; True when it was blocked (the user was told, by the
+    guardrail, and `frame` waits)."""
     found = governing(ctx)
     if found is None:
         return False
@@ -407,8 +396,8 @@ def merged_blocked(ctx: TurnContext, frame: Frame, args: dict[str, Any], by: str
     guards = guard_agents(router, ctx)
     ctx.orchestration["guarded"] = True
     name = guards[0].name if guards else router.name
-    if args.get("choice") == prompts.BLOCKED_CHOICE:
-        block(router, frame, ctx, name, by, args.get(prompts.REPLY_FIELD))
+    if (args or {}).get(key) == prompts.BLOCKED_CHOICE:
+        block(router, frame, ctx, name, by, (args or {}).get(prompts.REPLY_FIELD))
         return True
     ctx.log.emit("guardrail_verdict", name, guard=", ".join(g.name for g in guards), allowed=True, by=by)
     return False
@@ -417,15 +406,17 @@ def merged_blocked(ctx: TurnContext, frame: Frame, args: dict[str, Any], by: str
 def unanswered_goes_back(ctx: TurnContext, frame: Frame) -> bool:
     """A knowledge agent the router started found no answer to a message no model has read yet (the local
     model routed it there, sure, and can be wrong: "My kids adore The Hobbit. What should they read
-    next?"): it gives the message back, and the router's model (with the guardrails) decides who else
-    takes it, or that nobody does. True when it gave the message back."""
-    if ctx.orchestration.get("guarded") is True or ctx.orchestration.get("speculative") \
-            or not ctx.llm_classifies or not ctx.input.taken_by(frame) or ctx.started_by_router(frame) is None:
+    next?"), or to one it read only to name its successor (`autonomous`): it gives the message back, and
+    the router's model (with the guardrails) decides who else takes it, or that nobody does. True when
+    it gave the message back."""
+    if not ctx.input.taken_by(frame) or ctx.started_by_router(frame) is None:
         return False
+    picked = ctx.orchestration.get("autonomous") == frame.agent  # it read the message to name its successor
     found = governing(ctx)
-    if found is None or strategy_of(found[1], ctx) != "adaptive":
+    if not picked and (ctx.orchestration.get("guarded") is True or ctx.orchestration.get("speculative")
+                       or not ctx.llm_classifies or found is None or strategy_of(found[1], ctx) != "adaptive"):
         return False
     ctx.input.give_back(frame, "the sources do not answer it")
     ctx.log.emit("step", frame.agent, action="no answer in the sources: the message goes back to the router",
-                 router=found[1].name)
+                 router=found[1].name if found is not None else None)
     return True

@@ -143,8 +143,7 @@ class RouterExecutor:
                 if m.agent in ctx.program.agents and m.agent not in ctx.input.passed]
 
     def _choose(self, router: RouterAgent, frame: Frame, ctx: TurnContext) -> str | None:
-        if ctx.orchestration.get("speculative") or ctx.orchestration.get("forced") \
-                or ctx.orchestration.get("no_draft"):
+        if ctx.orchestration.get("decided"):
             # a draft's member (or the chosen draft's) gave the message back, or no draft answered it: the
             # strategy decided already, nobody else is asked
             return None
@@ -237,11 +236,10 @@ class RouterExecutor:
         except LLMError as exc:
             response = exc
         if merged:
-            ctx.orchestration["guarded"] = True
-            if orchestration.routed_blocked(router, frame, ctx, response):
+            args = response.tool_calls[0].arguments if isinstance(response, LLMResponse) and response.tool_calls \
+                else None
+            if orchestration.merged_verdict(ctx, frame, args, "agent", "merged into the routing call"):
                 return orchestration.BLOCKED
-            ctx.log.emit("guardrail_verdict", guards[0].name, guard=", ".join(g.name for g in guards), allowed=True,
-                         by="merged into the routing call")
         return cls._routed(router, frame, ctx, response, {c.name for c in candidates})
 
     @classmethod
