@@ -701,7 +701,14 @@ def main() -> None:
         sys.exit(130)
 
 
+def _mount_commands() -> None:
+    """Commands kept in their own modules: each module's `register(app)` adds its command(s). A module
+    imports only typer at import time, so `frontdesk --help` stays fast."""
+    # one line per module, e.g. `from frontdesk.x.cli import register as _x; _x(app)`
+
+
 _mount_acdl()
+_mount_commands()
 
 if __name__ == "__main__":
     main()
