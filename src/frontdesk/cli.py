@@ -105,20 +105,67 @@ def check(
     output_format: str = typer.Option("text", "--format", help="text or json"),
     show_info: bool = typer.Option(False, "--info", help="Also show informational notes."),
     entry: Optional[str] = typer.Option(None, "--entry", help="ABL: the agent a conversation starts with."),
+    deep: bool = typer.Option(True, "--analysis/--no-analysis", help="Also look for loops between agents and in "
+                              "flows, and for labels, arguments, tools and fields never used (default: on)."),
+    llm_review: bool = typer.Option(False, "--llm", help="Also ask the configured LLM endpoint whether the program "
+                                    "has an infinite loop (the ADL paper's question) and show its answer."),
 ) -> None:
     """Report every problem in a program (ADL or ABL) with file, line, column, code and hint."""
     prog, diags = _load_program(program, entry)
+    if prog is not None and deep and not any(d.is_error for d in diags):
+        diags = _with_analysis(prog, diags)
     errors = sum(1 for d in diags if d.is_error)
     warnings = sum(1 for d in diags if d.severity is Severity.WARNING)
+    review = _llm_review(prog) if llm_review and prog is not None else None
     if output_format == "json":
-        sys.stdout.write(json.dumps([d.to_json() for d in diags], indent=2, ensure_ascii=False) + "\n")
+        body: object = [d.to_json() for d in diags]
+        if review is not None:
+            body = {"diagnostics": body, "llm_review": review}
+        sys.stdout.write(json.dumps(body, indent=2, ensure_ascii=False) + "\n")
     else:
         _print_diagnostics(diags, show_info)
+        if review is not None:
+            err.print(Text(f"LLM review ({review['model']}), beside the findings above:", style="bold"))
+            err.print(Text(review["answer"]))
         agents = len(prog.agents) if prog else 0
         err.print(Text(f"{program}: {errors} error{'s' if errors != 1 else ''}, "
                        f"{warnings} warning{'s' if warnings != 1 else ''}, {agents} agents",
                        style="red" if errors else "green"))
     raise typer.Exit(1 if errors or prog is None else 0)
+
+
+def _with_analysis(prog, diags: list[Diagnostic]) -> list[Diagnostic]:
+    """The load's diagnostics with the deeper analysis's findings; its cycle finding (with the path and
+    what breaks it) replaces the load's shorter one of the same code."""
+    from frontdesk.analysis import analysis_codes_for, check_unused_agents
+    from frontdesk.analysis.lint import lint_program
+    from frontdesk.diagnostics import DiagnosticBag
+
+    codes = analysis_codes_for(prog.language)
+    found = lint_program(prog, cycle_code=codes.recursion)
+    if prog.language != "adl":  # the ADL loader already ran the shared checks; ABL's steps are lint's
+        bag = DiagnosticBag()
+        check_unused_agents(prog, bag, codes.unused_agent)
+        found = bag.sorted() + found
+    kept = [d for d in diags if d.code != codes.recursion]
+    return kept + found
+
+
+def _llm_review(prog) -> dict:
+    from frontdesk.analysis.review import ask_review
+    from frontdesk.app import ModelChoiceError, choose_models
+
+    try:
+        models = choose_models(prog, "openai", None, False)
+    except (ModelChoiceError, ValueError) as exc:
+        _error(f"--llm: {exc}")
+        raise typer.Exit(2)
+    try:
+        answer = ask_review(models.llm, prog)
+    except Exception as exc:  # noqa: BLE001 - any failure of the endpoint is reported, not raised
+        _error(f"--llm: the review call failed: {exc}")
+        raise typer.Exit(2)
+    return {"model": getattr(models.llm, "model", "") or getattr(models.llm, "name", "llm"), "answer": answer}
 
 
 @app.command("compile")
@@ -705,6 +752,7 @@ def _mount_commands() -> None:
     """Commands kept in their own modules: each module's `register(app)` adds its command(s). A module
     imports only typer at import time, so `frontdesk --help` stays fast."""
     # one line per module, e.g. `from frontdesk.x.cli import register as _x; _x(app)`
+    from frontdesk.evaluation.cli import register as _evaluation; _evaluation(app)  # noqa: E702
 
 
 _mount_acdl()

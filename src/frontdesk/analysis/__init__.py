@@ -10,7 +10,7 @@ from frontdesk.ir.models import Program
 from .calls import check_call_cycles, check_unused_agents
 from .reachability import check_graph_reachability, successors
 
-__all__ = ["AnalysisCodes", "analyze_program", "check_call_cycles", "check_unused_agents", "check_graph_reachability", "successors"]
+__all__ = ["AnalysisCodes", "analysis_codes_for", "analyze_program", "check_call_cycles", "check_unused_agents", "check_graph_reachability", "successors"]
 
 
 @dataclass(frozen=True)
@@ -23,11 +23,23 @@ class AnalysisCodes:
     unused_agent: str = "FD043"
 
 
-def analyze_program(program: Program, bag: DiagnosticBag, codes: AnalysisCodes = AnalysisCodes()) -> None:
-    """Run every check; findings are warnings added to `bag`."""
+def analysis_codes_for(language: str) -> AnalysisCodes:
+    """The codes a language reports the shared checks with (ADL has its own; ABL uses the FD codes)."""
+    if language == "adl":
+        from frontdesk.lang.adl import ADL_ANALYSIS_CODES
+
+        return ADL_ANALYSIS_CODES
+    return AnalysisCodes()
+
+
+def analyze_program(program: Program, bag: DiagnosticBag, codes: AnalysisCodes = AnalysisCodes(),
+                    cycles: bool = True) -> None:
+    """Run every check; findings are warnings added to `bag`. `cycles=False` leaves call cycles to
+    `frontdesk.analysis.lint`, which reports them with their path."""
     for agent in program.agents.values():
         for graph in (getattr(agent, "graph", None), agent.setup):
             if graph is not None:
                 check_graph_reachability(graph, bag, codes.unreachable, codes.unused_subflow)
-    check_call_cycles(program, bag, codes.recursion)
+    if cycles:
+        check_call_cycles(program, bag, codes.recursion)
     check_unused_agents(program, bag, codes.unused_agent)

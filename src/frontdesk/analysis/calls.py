@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import deque
 
 from frontdesk.diagnostics import DiagnosticBag, Span
-from frontdesk.ir.models import InvokeNode, Program, RouterAgent
+from frontdesk.ir.models import HandoffNode, InvokeNode, Program, ReasoningAgent, RouterAgent
 
 
 def agent_edges(program: Program) -> dict[str, list[tuple[str, Span | None]]]:
@@ -18,9 +18,14 @@ def agent_edges(program: Program) -> dict[str, list[tuple[str, Span | None]]]:
             for node in graph.nodes.values():
                 if isinstance(node, InvokeNode) and node.target_kind == "agent" and node.target in program.agents:
                     edges[name].append((node.target, node.span))
+                elif isinstance(node, HandoffNode) and node.target in program.agents:
+                    edges[name].append((node.target, node.span))
         if isinstance(agent, RouterAgent):
             edges[name].extend((m.agent, m.span) for m in agent.members if m.agent in program.agents)
             edges[name].extend((g, agent.span) for g in agent.guardrails if g in program.agents)
+        if isinstance(agent, ReasoningAgent):
+            edges[name].extend((d.agent, d.span or agent.span) for d in agent.delegates if d.agent in program.agents)
+            edges[name].extend((h.agent, h.span or agent.span) for h in agent.handoffs if h.agent in program.agents)
     return edges
 
 

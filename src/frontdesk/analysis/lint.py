@@ -1,0 +1,500 @@
+"""The deeper checks of `frontdesk check`: loops between agents and inside flows, and things written but
+never used. Every finding is a Diagnostic with a code, the place it is about and, in its notes, the path
+that proves it (each step with its file and line).
+
+| code  | finding |
+|-------|---------|
+| FD040 | ABL: a FLOW step no THEN, GOTO or sequence leads to (ADL's unreachable steps are reported at load) |
+| FD041 | agents nest calls in a cycle (call, membership, DELEGATE, HANDOFF with RETURN, a prompt that enters an agent) |
+| FD044 | agents hand the conversation to each other in a cycle in which nobody waits for the user |
+| FD045 | steps of a flow can repeat without a user step and without a `tries:` bound |
+| FD046 | a label no `next:` jumps to (ADL) |
+| FD047 | an argument is read but nothing gives it a value |
+| FD048 | an argument is given a value but nothing reads it |
+| FD049 | a declared tool nothing can call (ABL) |
+| FD050 | a prompt tells the model to call a tool the agent is not given |
+| FD051 | a GATHER field no step of the agent's FLOW asks for (ABL) |
+
+ADL reports FD041 as ADL041 (see `AnalysisCodes`); the other codes are shared by every language.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from collections.abc import Iterable
+
+from frontdesk.diagnostics import Diagnostic, DiagnosticBag, Severity, Span
+from frontdesk.ir.behaviour import Action
+from frontdesk.ir.expr import Arith
+from frontdesk.ir.models import (
+    AssignNode,
+    BranchNode,
+    FlowAgent,
+    HandoffNode,
+    InvokeNode,
+    JumpNode,
+    ListenNode,
+    Program,
+    ReasoningAgent,
+    RouterAgent,
+    SayNode,
+    StepGraph,
+)
+from frontdesk.ir.walk import nodes_in, refs_in
+
+from .agentgraph import AgentEdge, agent_graph, sentences, waits_for_user
+from .calls import strongly_connected
+from .reachability import reachable_from, successors
+
+UNREACHABLE_STEP = "FD040"
+AGENT_CYCLE = "FD041"
+HANDOVER_CYCLE = "FD044"
+FLOW_LOOP = "FD045"
+UNUSED_LABEL = "FD046"
+NEVER_SET = "FD047"
+NEVER_READ = "FD048"
+UNUSED_TOOL = "FD049"
+UNDECLARED_TOOL = "FD050"
+UNASKED_FIELD = "FD051"
+
+CODES = (UNREACHABLE_STEP, AGENT_CYCLE, HANDOVER_CYCLE, FLOW_LOOP, UNUSED_LABEL, NEVER_SET, NEVER_READ, UNUSED_TOOL,
+         UNDECLARED_TOOL, UNASKED_FIELD)
+
+
+def lint_program(program: Program, cycle_code: str = AGENT_CYCLE) -> list[Diagnostic]:
+    """Every finding of the deeper checks, as warnings."""
+    bag = DiagnosticBag()
+    edges = agent_graph(program)
+    check_agent_cycles(program, edges, bag, cycle_code)
+    for name, agent in program.agents.items():
+        for graph in (getattr(agent, "graph", None), agent.setup):
+            if graph is not None:
+                check_flow_loops(program, name, graph, bag)
+                if program.language == "adl":
+                    check_unused_labels(name, graph, bag)
+                else:
+                    check_unreached_steps(name, graph, bag)
+    check_arguments(program, bag)
+    check_tools(program, bag)
+    check_gather_fields(program, bag)
+    return bag.sorted()
+
+
+# ---- cycles between agents ------------------------------------------------------------------------------
+
+
+def _cycles(program: Program, edges: list[AgentEdge]) -> list[list[AgentEdge]]:
+    """One shortest cycle per strongly connected part of the graph made of `edges`, as its edges."""
+    by_source: dict[str, list[AgentEdge]] = {name: [] for name in program.agents}
+    for edge in edges:
+        by_source.setdefault(edge.source, []).append(edge)
+    shape = {name: [(e.target, e.span) for e in out] for name, out in by_source.items()}
+    order = list(program.agents)
+    found = []
+    for component in strongly_connected(shape):
+        members = set(component)
+        start = min(component, key=lambda n: order.index(n) if n in order else len(order))
+        if len(component) == 1 and not any(e.target == start for e in by_source.get(start, [])):
+            continue
+        found.append(_shortest_cycle(start, members, by_source))
+    return sorted(found, key=lambda cycle: order.index(cycle[0].source) if cycle[0].source in order else 0)
+
+
+def _shortest_cycle(start: str, members: set[str], by_source: dict[str, list[AgentEdge]]) -> list[AgentEdge]:
+    came: dict[str, AgentEdge] = {}
+    queue = deque([start])
+    while queue:
+        current = queue.popleft()
+        for edge in by_source.get(current, []):
+            if edge.target not in members:
+                continue
+            if edge.target == start:
+                path = [edge]
+                while path[0].source != start:
+                    path.insert(0, came[path[0].source])
+                return path
+            if edge.target not in came:
+                came[edge.target] = edge
+                queue.append(edge.target)
+    return []
+
+
+def _path_text(cycle: list[AgentEdge]) -> str:
+    return " -> ".join([cycle[0].source] + [e.target for e in cycle])
+
+
+def _hands_back(program: Program, edge: AgentEdge) -> bool:
+    """The edge gives control back to a router that contains the agent: the router then waits for the
+    user's next message before it picks anyone again."""
+    target = program.agents.get(edge.target)
+    return (edge.kind in ("mention", "handoff", "exit") and isinstance(target, RouterAgent)
+            and edge.source in {m.agent for m in target.members})
+
+
+def _condition_note(edge: AgentEdge) -> str:
+    if edge.condition is None:
+        return "every time" if edge.kind != "exit" else "every time it ends"
+    if edge.kind == "mention":
+        return "when the condition in its prompt holds"
+    return edge.condition if edge.condition.startswith("only") else f"only {edge.condition}"
+
+
+def check_agent_cycles(program: Program, edges: list[AgentEdge], bag: DiagnosticBag, code: str) -> None:
+    """Agents that pass control to each other in a cycle (the ADL paper's transfer_money -> add_payee ->
+    transfer_money). A cycle in which nobody waits for the user is FD044; any other is `code` (FD041)."""
+    directed = [e for e in edges if e.kind != "fallback" and not _hands_back(program, e)]
+    for cycle in _cycles(program, directed):
+        if not cycle:
+            continue
+        path = _path_text(cycle)
+        if all(e.automatic for e in cycle):
+            finding = HANDOVER_CYCLE
+            message = f"agents pass control to each other in a cycle without waiting for the user: {path}"
+            hint = ("nothing stops it: let one agent of the cycle wait for the user (a user step, GATHER) or end "
+                    "the conversation instead of passing it on")
+        else:
+            finding = code
+            if len(cycle) == 1:
+                message = f"agent '{cycle[0].source}' calls itself"
+            elif all(e.nests for e in cycle):
+                message = f"agents call each other in a cycle: {path}"
+            else:
+                message = f"agents pass control to each other in a cycle: {path}"
+            exits = [e for e in cycle if e.condition is not None]
+            if exits:
+                message += "; it ends only when one of these steps is not taken"
+                hint = ("a user can be sent round this cycle without end: make sure one of these conditions "
+                        "becomes false, or let one agent finish (return:/COMPLETE) instead of entering the next")
+            else:
+                message += "; nothing breaks it: every agent enters the next each time it runs"
+                hint = "break the cycle: let one agent finish and return instead of entering the next"
+        notes = [f"{e.describe()} — {_condition_note(e)}" for e in cycle]
+        bag.add(Diagnostic(finding, message, cycle[0].span, Severity.WARNING, hint, notes))
+
+
+# ---- loops inside a flow --------------------------------------------------------------------------------
+
+
+def _describe_node(graph: StepGraph, node_id: str) -> str:
+    node = graph.nodes[node_id]
+    label = next((name for name, target in graph.labels.items() if target == node_id), None)
+    if isinstance(node, SayNode):
+        text = " ".join(node.text.source.split())
+        what = f"bot: \"{text[:60]}{'…' if len(text) > 60 else ''}\""
+    elif isinstance(node, JumpNode):
+        what = f"next: {node.target_name}"
+    elif isinstance(node, InvokeNode):
+        what = f"call: {node.target}"
+    elif isinstance(node, BranchNode):
+        what = "if: " + " / ".join(c.condition.source for c in node.cases)
+    elif isinstance(node, AssignNode):
+        what = "set: " + ", ".join(a.target.name for a in node.assignments)
+    else:
+        what = node.kind
+    if label and not isinstance(node, JumpNode):
+        what = f"label {label}: {what}"
+    line = f"line {node.span.line}" if node.span and node.span.line else node_id
+    return f"{line} {what}"
+
+
+def _counted(graph: StepGraph, loop: set[str]) -> bool:
+    """The loop counts: a variable set from itself by arithmetic in the loop is tested by a branch in it."""
+    counters = set()
+    for node_id in loop:
+        node = graph.nodes[node_id]
+        if isinstance(node, AssignNode):
+            for assignment in node.assignments:
+                target = (assignment.target.scope, assignment.target.name)
+                if any(isinstance(a, Arith) for a in nodes_in(assignment.value, Arith)) and \
+                        target in {(r.scope, r.name) for r in refs_in(assignment.value)}:
+                    counters.add(target)
+    if not counters:
+        return False
+    for node_id in loop:
+        node = graph.nodes[node_id]
+        if isinstance(node, BranchNode) and any((r.scope, r.name) in counters for r in refs_in(node.cases)):
+            return True
+    return False
+
+
+def check_flow_loops(program: Program, name: str, graph: StepGraph, bag: DiagnosticBag) -> None:
+    shape = {node_id: [(t, None) for t in successors(graph, node_id)] for node_id in graph.nodes}
+    for component in strongly_connected(shape):
+        loop = set(component)
+        if len(loop) == 1 and component[0] not in successors(graph, component[0]):
+            continue
+        nodes = [graph.nodes[n] for n in loop]
+        if any(isinstance(n, ListenNode) for n in nodes):
+            continue
+        if any(isinstance(n, JumpNode) and n.tries is not None and n.target in loop for n in nodes):
+            continue
+        if any(isinstance(n, InvokeNode) and n.target_kind == "agent" and waits_for_user(program, n.target)
+               for n in nodes):
+            continue
+        if any(isinstance(n, HandoffNode) for n in nodes) or _counted(graph, loop):
+            continue
+        ordered = [n for n in graph.nodes if n in loop]
+        closing = next((n for n in ordered if isinstance(graph.nodes[n], JumpNode) and graph.nodes[n].target in loop),
+                       ordered[0])
+        start = graph.nodes[closing].target if isinstance(graph.nodes[closing], JumpNode) else closing
+        path = _loop_path(graph, start, loop)
+        exits = []
+        for node_id in ordered:
+            node = graph.nodes[node_id]
+            if isinstance(node, BranchNode):
+                for case in node.cases:
+                    if case.target not in loop:
+                        exits.append(f"if {case.condition.source}")
+                other = node.otherwise if node.otherwise is not None else node.next
+                if other is not None and other not in loop:
+                    exits.append("if none of: " + " / ".join(c.condition.source for c in node.cases))
+        message = f"in agent '{name}', these steps can repeat forever without waiting for the user"
+        if exits:
+            message += "; the loop ends only " + " or ".join(exits[:3])
+        notes = [_describe_node(graph, n) for n in path]
+        bag.add(Diagnostic(FLOW_LOOP, message, graph.nodes[closing].span, Severity.WARNING,
+                           "add a user step inside the loop, or bound the jump with tries: N", notes))
+
+
+def _loop_path(graph: StepGraph, start: str, loop: set[str]) -> list[str]:
+    """The steps from `start` around the loop back to it (a shortest way)."""
+    came: dict[str, str] = {}
+    queue = deque([start])
+    while queue:
+        current = queue.popleft()
+        for target in successors(graph, current):
+            if target not in loop:
+                continue
+            if target == start:
+                path = [current]
+                while path[0] != start:
+                    path.insert(0, came[path[0]])
+                return path + [start]
+            if target not in came:
+                came[target] = current
+                queue.append(target)
+    return [start]
+
+
+def check_unreached_steps(name: str, graph: StepGraph, bag: DiagnosticBag) -> None:
+    """ABL: FLOW steps that no THEN, GOTO or sequence leads to (the steps a compiler adds are not told)."""
+    reached = reachable_from(graph, [graph.entry, *graph.subflows.values()])
+    steps = list(graph.labels.items())
+    for index, (step, node_id) in enumerate(steps):
+        if node_id in reached or node_id not in graph.nodes:
+            continue
+        notes = []
+        if index:
+            before, before_id = steps[index - 1]
+            goes = sorted({graph.nodes[t].id for t in _step_exits(graph, before_id, set(graph.labels.values()))})
+            names = [s for s, n in steps if n in goes] or ["the end of the flow"]
+            notes.append(f"step '{before}', written before it, goes on to {', '.join(names)} (THEN), not to '{step}'")
+        bag.add(Diagnostic(UNREACHABLE_STEP, f"FLOW step '{step}' of agent '{name}' is never reached: no THEN, GOTO "
+                           "or FLOW sequence leads to it", graph.nodes[node_id].span, Severity.WARNING,
+                           f"name it in a THEN (THEN: {step}) or in the FLOW sequence, or remove it", notes))
+
+
+def _step_exits(graph: StepGraph, start: str, step_entries: set[str]) -> set[str]:
+    """The step entries a run of the step starting at `start` can move to."""
+    found: set[str] = set()
+    seen: set[str] = set()
+    stack = [start]
+    while stack:
+        current = stack.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        for target in successors(graph, current):
+            if target in step_entries and target != start:
+                found.add(target)
+            elif target not in step_entries:
+                stack.append(target)
+    return found
+
+
+def check_unused_labels(name: str, graph: StepGraph, bag: DiagnosticBag) -> None:
+    jumped = {n.target_name for n in graph.nodes.values() if isinstance(n, JumpNode)}
+    jumped_to = {n.target for n in graph.nodes.values() if isinstance(n, JumpNode)}
+    for label, node_id in graph.labels.items():
+        if label in jumped or label in graph.subflows:
+            continue
+        node = graph.nodes.get(node_id)
+        bag.add(Diagnostic(UNUSED_LABEL, f"label '{label}' of agent '{name}' is never jumped to",
+                           node.span if node else None, Severity.WARNING,
+                           f"jump to it with - next: {label}, or remove the label"
+                           + (" (another label of the same step is used)" if node_id in jumped_to else "")))
+
+
+# ---- arguments ------------------------------------------------------------------------------------------
+
+
+def _reads_and_sets(program: Program) -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:
+    reads: set[tuple[str, str]] = set()
+    sets: set[tuple[str, str]] = set()
+
+    def read(node) -> None:
+        for ref in refs_in(node):
+            if ref.space in ("var", "result"):
+                reads.add((ref.scope, ref.name))
+
+    for name, agent in program.agents.items():
+        for arg in agent.args:
+            if arg.bound_to is not None:
+                reads.add((arg.bound_to.scope, arg.bound_to.name))
+                sets.add((arg.bound_to.scope, arg.bound_to.name))
+        for graph in (getattr(agent, "graph", None), agent.setup):
+            if graph is None:
+                continue
+            for node in graph.nodes.values():
+                if isinstance(node, AssignNode):
+                    for assignment in node.assignments:
+                        sets.add((assignment.target.scope, assignment.target.name))
+                        read(assignment.value)
+                elif isinstance(node, ListenNode):
+                    sets.update((name, field) for field in node.extracts)
+                    read(node)
+                elif isinstance(node, InvokeNode):
+                    if node.target_kind == "agent":
+                        sets.update((node.target, a.name) for a in node.args)
+                    if node.bind is not None:
+                        sets.add((node.bind.scope, node.bind.name))
+                    for arg in node.args:
+                        read(arg.value)
+                elif isinstance(node, HandoffNode):
+                    sets.update((node.target, a.name) for a in node.args)
+                    for arg in node.args:
+                        read(arg.value)
+                    read(node.summary)
+                else:
+                    read(node)
+        for outputs in agent.tool_outputs.values():
+            for output in outputs:
+                sets.add((output.target.scope, output.target.name))
+        if agent.rules is not None:
+            read(agent.rules)
+            for action in nodes_in(agent.rules, Action):
+                for target, _ in action.set:
+                    sets.add((name, target))
+            sets.update((name, f.name) for f in agent.rules.gather)
+        if isinstance(agent, RouterAgent):
+            for member in agent.members:
+                for binding in member.bindings:
+                    sets.add((member.agent, binding.member_arg))
+                    reads.add((name, binding.router_arg))
+                    if binding.two_way:
+                        sets.add((name, binding.router_arg))
+                        reads.add((member.agent, binding.member_arg))
+                sets.update((member.agent, p) for p in member.passes)
+                read(member.condition)
+        if isinstance(agent, ReasoningAgent):
+            for handoff in agent.handoffs:
+                sets.update((handoff.agent, p) for p in handoff.passes)
+                reads.update((name, p) for p in handoff.passes)
+                read(handoff.summary)
+                read(list(handoff.on_return.values()))
+        read(agent.fallback)
+        read(agent.exit)
+    return reads, sets
+
+
+def _mentioned(text: str, word: str) -> bool:
+    return re.search(rf"(?<![\w.]){re.escape(word)}(?![\w])", text) is not None
+
+
+def check_arguments(program: Program, bag: DiagnosticBag) -> None:
+    reads, sets = _reads_and_sets(program)
+    texts = {name: getattr(agent, "instructions", None) or "" for name, agent in program.agents.items()}
+    for name, agent in program.agents.items():
+        if not isinstance(agent, FlowAgent):
+            continue  # a model fills and reads a reasoning agent's arguments; a router's are its members'
+        for arg in agent.args:
+            if arg.bound_to is not None:
+                continue
+            key = (name, arg.name)
+            is_read = key in reads or any(_mentioned(t, f"{name}.{arg.name}") for t in texts.values())
+            is_set = key in sets
+            if is_read and not is_set and name != program.entry:
+                bag.add(Diagnostic(NEVER_SET, f"argument '{arg.name}' of agent '{name}' is read but nothing "
+                                   "gives it a value", arg.span or agent.span, Severity.WARNING,
+                                   "set it (set:), ask for it (a user step), pass it from the caller, or remove "
+                                   "what reads it"))
+            elif is_set and not is_read:
+                bag.add(Diagnostic(NEVER_READ, f"argument '{arg.name}' of agent '{name}' is given a value but "
+                                   "nothing reads it", arg.span or agent.span, Severity.WARNING,
+                                   "use it in a condition, a message or a call, or remove it"))
+
+
+# ---- tools ----------------------------------------------------------------------------------------------
+
+_TOOL_VERBS = r"(?:call|calls|calling|invoke|use|run|execute|trigger)"
+
+
+def check_tools(program: Program, bag: DiagnosticBag) -> None:
+    used: set[str] = set()
+    for agent in program.agents.values():
+        for graph in (getattr(agent, "graph", None), agent.setup):
+            if graph is not None:
+                used.update(n.target for n in graph.nodes.values() if isinstance(n, InvokeNode) and n.target_kind == "tool")
+        if isinstance(agent, ReasoningAgent):
+            used.update(agent.tools)
+        if agent.rules is not None:
+            used.update(h.call for h in agent.rules.hooks if h.call)
+            used.update(c.tool for c in agent.rules.constraints if c.tool)
+            for profile in agent.rules.profiles:
+                used.update(str(t.get("name", "")) if isinstance(t, dict) else str(t) for t in profile.tools_add)
+    if program.language == "abl":
+        for tool_name, tool in program.tools.items():
+            if tool_name not in used:
+                bag.add(Diagnostic(UNUSED_TOOL, f"tool '{tool_name}' is declared but no agent can call it",
+                                   tool.span, Severity.WARNING,
+                                   "call it from a FLOW step (CALL), give it to a reasoning agent, or remove it"))
+    for name, agent in program.agents.items():
+        if not isinstance(agent, ReasoningAgent) or not agent.instructions:
+            continue
+        given = set(agent.tools)
+        for tool_name in program.tools:
+            if tool_name in given:
+                continue
+            quoted = rf"[\"'`“]?{re.escape(tool_name)}[\"'`”]?"
+            pattern = re.compile(rf"\b{_TOOL_VERBS}\s+(?:the\s+)?(?:function\s+|tool\s+|action\s+)?{quoted}(?![\w])"
+                                 rf"|(?<![\w.]){re.escape(tool_name)}\(", re.IGNORECASE)
+            said = next((s for s in sentences(agent.instructions) if pattern.search(s)), None)
+            if said is None:
+                continue
+            bag.add(Diagnostic(UNDECLARED_TOOL, f"agent '{name}' is told to call tool '{tool_name}', which it is "
+                               "not given", agent.span, Severity.WARNING,
+                               f"add {tool_name} to the agent's tools (ADL uses:, ABL TOOLS), or change the prompt",
+                               [f"prompt: \"{' '.join(said.split())[:120]}\""]))
+
+
+# ---- GATHER fields --------------------------------------------------------------------------------------
+
+
+def check_gather_fields(program: Program, bag: DiagnosticBag) -> None:
+    for name, agent in program.agents.items():
+        if not isinstance(agent, FlowAgent) or agent.rules is None or not agent.rules.gather:
+            continue
+        asked: set[str] = set()
+        if any(isinstance(n, InvokeNode) and isinstance(program.agents.get(n.target), ReasoningAgent)
+               for n in agent.graph.nodes.values()):
+            continue  # a REASONING step's model may fill any field
+        for graph in (agent.graph, agent.setup):
+            if graph is None:
+                continue
+            for node in graph.nodes.values():
+                if isinstance(node, ListenNode):
+                    asked.update(node.extracts)
+                    asked.update(node.corrects)
+        for field in agent.rules.gather:
+            if field.name not in asked:
+                bag.add(Diagnostic(UNASKED_FIELD, f"GATHER field '{field.name}' of agent '{name}' is never asked "
+                                   "for: no FLOW step gathers it", field.span or agent.span, Severity.WARNING,
+                                   "add it to a step's GATHER list, or remove the field"))
+
+
+def codes_in(diags: Iterable[Diagnostic]) -> list[str]:
+    return [d.code for d in diags]
+
+
+__all__ = ["CODES", "Span", "lint_program", "reachable_from"]
