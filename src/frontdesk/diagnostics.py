@@ -55,6 +55,7 @@ class Diagnostic:
             "line": self.span.line if self.span else None,
             "column": self.span.column if self.span else None,
             "hint": self.hint,
+            "notes": list(self.notes),
         }
 
     def format(self, source_text: str | None = None) -> str:

@@ -183,7 +183,7 @@ def _mention_pattern(target: str) -> re.Pattern[str]:
     name = re.escape(target).replace("_", "[ _-]")  # "add_payee", "add payee", "add-payee"
     quoted = rf"[\"'`“‘]?{name}[\"'`”’]?"
     return re.compile(
-        rf"\b{_ENTER}\s+(?:the\s+)?{quoted}(?:\s+agent)?\b|\bthe\s+{quoted}\s+agent\b|\bagent\s+{quoted}(?![\w])",
+        rf"\b{_ENTER}\s+(?:the\s+)?(?:agent\s+)?{quoted}(?:\s+agent)?(?![\w])",
         re.IGNORECASE,
     )
 

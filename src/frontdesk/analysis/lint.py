@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from functools import lru_cache
+from pathlib import Path
 
 from frontdesk.diagnostics import Diagnostic, DiagnosticBag, Severity, Span
 from frontdesk.ir.behaviour import Action
@@ -74,8 +76,10 @@ def lint_program(program: Program, cycle_code: str = AGENT_CYCLE) -> list[Diagno
                 if program.language == "adl":
                     check_unused_labels(name, graph, bag)
                 else:
-                    check_unreached_steps(name, graph, bag)
+                    check_unreached_steps(name, graph, bag, agent.span)
     check_arguments(program, bag)
+    if program.language == "abl":
+        check_session_values(program, bag)
     check_tools(program, bag)
     check_gather_fields(program, bag)
     return bag.sorted()
@@ -140,13 +144,21 @@ def _condition_note(edge: AgentEdge) -> str:
     return edge.condition if edge.condition.startswith("only") else f"only {edge.condition}"
 
 
+def _agent_cycles_in(program: Program, edges: list[AgentEdge]) -> list[list[AgentEdge]]:
+    directed = [e for e in edges if e.kind != "fallback" and not _hands_back(program, e)]
+    return [cycle for cycle in _cycles(program, directed) if cycle]
+
+
+def agent_cycles(program: Program) -> list[list[AgentEdge]]:
+    """The cycles between agents that `frontdesk check` reports (FD041/ADL041 and FD044), each as its edges
+    in order (the first edge's source is where the cycle is reported)."""
+    return _agent_cycles_in(program, agent_graph(program))
+
+
 def check_agent_cycles(program: Program, edges: list[AgentEdge], bag: DiagnosticBag, code: str) -> None:
     """Agents that pass control to each other in a cycle (the ADL paper's transfer_money -> add_payee ->
     transfer_money). A cycle in which nobody waits for the user is FD044; any other is `code` (FD041)."""
-    directed = [e for e in edges if e.kind != "fallback" and not _hands_back(program, e)]
-    for cycle in _cycles(program, directed):
-        if not cycle:
-            continue
+    for cycle in _agent_cycles_in(program, edges):
         path = _path_text(cycle)
         if all(e.automatic for e in cycle):
             finding = HANDOVER_CYCLE
@@ -218,7 +230,9 @@ def _counted(graph: StepGraph, loop: set[str]) -> bool:
     return False
 
 
-def check_flow_loops(program: Program, name: str, graph: StepGraph, bag: DiagnosticBag) -> None:
+def _flow_loops_in(program: Program, graph: StepGraph) -> Iterator[tuple[set[str], list[str], str, list[str]]]:
+    """Each FD045 loop of the graph: its steps, the same in the order written, the step that closes it
+    (where it is reported) and a shortest way around it (first step repeated at the end)."""
     shape = {node_id: [(t, None) for t in successors(graph, node_id)] for node_id in graph.nodes}
     for component in strongly_connected(shape):
         loop = set(component)
@@ -238,7 +252,17 @@ def check_flow_loops(program: Program, name: str, graph: StepGraph, bag: Diagnos
         closing = next((n for n in ordered if isinstance(graph.nodes[n], JumpNode) and graph.nodes[n].target in loop),
                        ordered[0])
         start = graph.nodes[closing].target if isinstance(graph.nodes[closing], JumpNode) else closing
-        path = _loop_path(graph, start, loop)
+        yield loop, ordered, closing, _loop_path(graph, start, loop)
+
+
+def flow_loops(program: Program, agent_name: str, graph: StepGraph) -> list[list[str]]:
+    """The loops of agent `agent_name`'s step graph `graph` that `frontdesk check` reports (FD045), each
+    as the node ids of a shortest way around it, the first repeated at the end."""
+    return [path for _, _, _, path in _flow_loops_in(program, graph)]
+
+
+def check_flow_loops(program: Program, name: str, graph: StepGraph, bag: DiagnosticBag) -> None:
+    for loop, ordered, closing, path in _flow_loops_in(program, graph):
         exits = []
         for node_id in ordered:
             node = graph.nodes[node_id]
@@ -277,7 +301,27 @@ def _loop_path(graph: StepGraph, start: str, loop: set[str]) -> list[str]:
     return [start]
 
 
-def check_unreached_steps(name: str, graph: StepGraph, bag: DiagnosticBag) -> None:
+def step_span(agent_span: Span | None, step: str) -> Span | None:
+    """Where an ABL FLOW step is written (`  step:` under FLOW: in the agent's file); None if not found."""
+    if agent_span is None or not agent_span.file:
+        return None
+    from .agentgraph import _file_lines
+
+    lines = _file_lines(agent_span.file)
+    start = next((i for i, line in enumerate(lines) if i >= agent_span.line - 1 and line.startswith("FLOW:")), None)
+    if start is None:
+        return None
+    pattern = re.compile(rf"^(\s+){re.escape(step)}\s*:\s*$")
+    for number, line in enumerate(lines[start + 1:], start=start + 2):
+        found = pattern.match(line)
+        if found:
+            return Span(file=agent_span.file, line=number, column=len(found.group(1)) + 1)
+        if line and not line[0].isspace() and not line.startswith("#"):
+            break  # the next section
+    return None
+
+
+def check_unreached_steps(name: str, graph: StepGraph, bag: DiagnosticBag, agent_span: Span | None = None) -> None:
     """ABL: FLOW steps that no THEN, GOTO or sequence leads to (the steps a compiler adds are not told)."""
     reached = reachable_from(graph, [graph.entry, *graph.subflows.values()])
     steps = list(graph.labels.items())
@@ -290,8 +334,9 @@ def check_unreached_steps(name: str, graph: StepGraph, bag: DiagnosticBag) -> No
             goes = sorted({graph.nodes[t].id for t in _step_exits(graph, before_id, set(graph.labels.values()))})
             names = [s for s, n in steps if n in goes] or ["the end of the flow"]
             notes.append(f"step '{before}', written before it, goes on to {', '.join(names)} (THEN), not to '{step}'")
+        span = step_span(agent_span, step) or graph.nodes[node_id].span
         bag.add(Diagnostic(UNREACHABLE_STEP, f"FLOW step '{step}' of agent '{name}' is never reached: no THEN, GOTO "
-                           "or FLOW sequence leads to it", graph.nodes[node_id].span, Severity.WARNING,
+                           "or FLOW sequence leads to it", span, Severity.WARNING,
                            f"name it in a THEN (THEN: {step}) or in the FLOW sequence, or remove it", notes))
 
 
@@ -368,9 +413,6 @@ def _reads_and_sets(program: Program) -> tuple[set[tuple[str, str]], set[tuple[s
                     read(node.summary)
                 else:
                     read(node)
-        for outputs in agent.tool_outputs.values():
-            for output in outputs:
-                sets.add((output.target.scope, output.target.name))
         if agent.rules is not None:
             read(agent.rules)
             for action in nodes_in(agent.rules, Action):
@@ -402,8 +444,51 @@ def _mentioned(text: str, word: str) -> bool:
     return re.search(rf"(?<![\w.]){re.escape(word)}(?![\w])", text) is not None
 
 
+def _python_tool_sets(program: Program, tool_name: str) -> set[str] | None:
+    """The arguments an ADL Python tool can set (the `"arg": "name"` entries of the dicts it returns), read
+    from its source; None when that cannot be told (no source, or a name that is not a literal)."""
+    import ast
+
+    tool = program.tools.get(tool_name)
+    binding = getattr(tool, "binding", None)
+    if tool is None or getattr(binding, "kind", "") != "python":
+        return None
+    tree = _python_tree(str(Path(program.root or ".") / binding.module))
+    if tree is None:
+        return None
+    function = next((n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                     and n.name == binding.function), None)
+    if function is None:
+        return None
+    names: set[str] = set()
+    for node in ast.walk(function):
+        if isinstance(node, ast.Dict):
+            for key, value in zip(node.keys, node.values):
+                if isinstance(key, ast.Constant) and key.value == "arg":
+                    if not (isinstance(value, ast.Constant) and isinstance(value.value, str)):
+                        return None
+                    names.add(value.value)
+        elif isinstance(node, ast.Call) and not isinstance(node.func, ast.Name | ast.Attribute):
+            return None
+    return names
+
+
+@lru_cache(maxsize=64)
+def _python_tree(path: str):
+    import ast
+
+    try:
+        return ast.parse(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
+        return None
+
+
 def check_arguments(program: Program, bag: DiagnosticBag) -> None:
     reads, sets = _reads_and_sets(program)
+    for agent in program.agents.values():  # a Python tool sets only the arguments its source can return
+        for tool_name, outputs in agent.tool_outputs.items():
+            can = _python_tool_sets(program, tool_name)
+            sets.update((o.target.scope, o.target.name) for o in outputs if can is None or o.field in can)
     texts = {name: getattr(agent, "instructions", None) or "" for name, agent in program.agents.items()}
     for name, agent in program.agents.items():
         if not isinstance(agent, FlowAgent):
@@ -423,6 +508,92 @@ def check_arguments(program: Program, bag: DiagnosticBag) -> None:
                 bag.add(Diagnostic(NEVER_READ, f"argument '{arg.name}' of agent '{name}' is given a value but "
                                    "nothing reads it", arg.span or agent.span, Severity.WARNING,
                                    "use it in a condition, a message or a call, or remove it"))
+
+
+def _session_use(program: Program) -> tuple[dict[str, str], dict[str, str]]:
+    """ABL: the shared session values each agent reads and sets (first agent seen for each)."""
+    reads: dict[str, str] = {}
+    sets: dict[str, str] = {}
+
+    def read(name: str, node) -> None:
+        for ref in refs_in(node):
+            if ref.space == "var" and ref.scope == "session":
+                reads.setdefault(ref.name, name)
+
+    for name, agent in program.agents.items():
+        for arg in agent.args:
+            if arg.bound_to is not None and arg.bound_to.scope == "session":
+                sets.setdefault(arg.bound_to.name, name)
+                reads.setdefault(arg.bound_to.name, name)
+        for graph in (getattr(agent, "graph", None), agent.setup):
+            for node in (graph.nodes.values() if graph is not None else ()):
+                if isinstance(node, AssignNode):
+                    for assignment in node.assignments:
+                        if assignment.target.scope == "session":
+                            sets.setdefault(assignment.target.name, name)
+                        read(name, assignment.value)
+                    continue
+                if isinstance(node, InvokeNode) and node.bind is not None and node.bind.scope == "session":
+                    sets.setdefault(node.bind.name, name)
+                if isinstance(node, HandoffNode):  # CONTEXT pass: values the agent taking over gets
+                    for arg in node.args:
+                        sets.setdefault(arg.name, node.target)
+                read(name, node)
+        if agent.rules is not None:
+            read(name, agent.rules)
+            for variable in agent.rules.memory.session:
+                sets.setdefault(variable.name, name)
+            for action in nodes_in(agent.rules, Action):
+                for target, _ in action.set:
+                    sets.setdefault(target, name)
+        if isinstance(agent, ReasoningAgent):
+            for handoff in agent.handoffs:
+                read(name, handoff)
+                for passed in handoff.passes:
+                    sets.setdefault(passed.rsplit(".", 1)[-1], handoff.agent)
+                sets.update({key: name for key in handoff.on_return if key not in sets})
+            if agent.instructions:  # a model may fill any value its prompt names; count them as set and read
+                for word in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", agent.instructions):
+                    sets.setdefault(word, name)
+                    reads.setdefault(word, name)
+        if isinstance(agent, RouterAgent):
+            for member in agent.members:
+                for passed in member.passes:
+                    sets.setdefault(passed.rsplit(".", 1)[-1], member.agent)
+        read(name, agent.fallback)
+        read(name, agent.exit)
+    return reads, sets
+
+
+def check_session_values(program: Program, bag: DiagnosticBag) -> None:
+    """ABL: a shared value a step reads that nothing sets, or sets that nothing reads."""
+    reads, sets = _session_use(program)
+    for value in sorted(set(reads) - set(sets)):
+        agent = program.agents[reads[value]]
+        bag.add(Diagnostic(NEVER_SET, f"'{value}' is read by agent '{reads[value]}' but nothing gives it a value "
+                           "(no GATHER field, SET, tool result or value passed in)",
+                           _word_span(agent.span, value), Severity.WARNING,
+                           f"gather or SET {value} before it is read, or fix the name"))
+    for value in sorted(set(sets) - set(reads)):
+        agent = program.agents[sets[value]]
+        bag.add(Diagnostic(NEVER_READ, f"'{value}' is set by agent '{sets[value]}' but nothing reads it",
+                           _word_span(agent.span, value), Severity.WARNING,
+                           "use it in a condition, a message or a call, or remove the SET"))
+
+
+def _word_span(agent_span: Span | None, word: str) -> Span | None:
+    """The first line of the agent's file, from its header on, where `word` is written."""
+    if agent_span is None or not agent_span.file:
+        return agent_span
+    from .agentgraph import _file_lines
+
+    pattern = re.compile(rf"(?<![\w.]){re.escape(word)}(?![\w])")
+    lines = _file_lines(agent_span.file)
+    for number, line in enumerate(lines[max(agent_span.line - 1, 0):], start=max(agent_span.line, 1)):
+        found = pattern.search(line.split("#", 1)[0])
+        if found:
+            return Span(file=agent_span.file, line=number, column=found.start() + 1)
+    return agent_span
 
 
 # ---- tools ----------------------------------------------------------------------------------------------
@@ -497,4 +668,4 @@ def codes_in(diags: Iterable[Diagnostic]) -> list[str]:
     return [d.code for d in diags]
 
 
-__all__ = ["CODES", "Span", "lint_program", "reachable_from"]
+__all__ = ["CODES", "Span", "agent_cycles", "flow_loops", "lint_program", "reachable_from"]

@@ -1,0 +1,6 @@
+"""Evergreen Insurance tools (stand-ins)."""
+
+
+def book_callback(phone: str):
+    """Book an adviser call back."""
+    return [{"status": "success", "msg": "booked"}]
