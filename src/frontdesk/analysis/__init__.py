@@ -10,7 +10,7 @@ from frontdesk.ir.models import Program
 from .calls import check_call_cycles, check_unused_agents
 from .reachability import check_graph_reachability, successors
 
-__all__ = ["AnalysisCodes", "analysis_codes_for", "analyze_program", "check_call_cycles", "check_unused_agents", "check_graph_reachability", "successors"]
+__all__ = ["AnalysisCodes", "analysis_codes_for", "analyze_program", "check_call_cycles", "check_graph_reachability", "check_unused_agents", "successors"]
 
 
 @dataclass(frozen=True)

@@ -210,6 +210,11 @@ def line_span(span: Span | None, snippet: str) -> Span | None:
     return span
 
 
+def _plain(text: str) -> str:
+    """Lower case, with `_` and `-` read as spaces: how a name may be written in prose."""
+    return text.lower().replace("_", " ").replace("-", " ")
+
+
 def sentences(text: str) -> list[str]:
     """The prompt cut into sentences and lines (numbered steps stay whole)."""
     return [s.strip() for s in _SENTENCE_END.split(text) if s and s.strip()]
@@ -221,9 +226,13 @@ def _mention_edges(name: str, agent: ReasoningAgent, program: Program, parents: 
     if not text:
         return edges
     parts = sentences(text)
+    plain = [_plain(sentence) for sentence in parts]
+    whole = " ".join(plain)
     for target, other in program.agents.items():
         if target == name or target in parents.get(name, set()) or len(target) < 3:
             continue
+        if _plain(target) not in whole:
+            continue  # cheap test first: the name is not written anywhere in the prompt
         if isinstance(other, RouterAgent) and name in {m.agent for m in other.members}:
             continue  # a member told to go back to its router: the router waits for the next message
         pattern = _mention_pattern(target)

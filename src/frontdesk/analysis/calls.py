@@ -5,7 +5,13 @@ from __future__ import annotations
 from collections import deque
 
 from frontdesk.diagnostics import DiagnosticBag, Span
-from frontdesk.ir.models import HandoffNode, InvokeNode, Program, ReasoningAgent, RouterAgent
+from frontdesk.ir.models import (
+    HandoffNode,
+    InvokeNode,
+    Program,
+    ReasoningAgent,
+    RouterAgent,
+)
 
 
 def agent_edges(program: Program) -> dict[str, list[tuple[str, Span | None]]]:
@@ -16,9 +22,7 @@ def agent_edges(program: Program) -> dict[str, list[tuple[str, Span | None]]]:
             if graph is None:
                 continue
             for node in graph.nodes.values():
-                if isinstance(node, InvokeNode) and node.target_kind == "agent" and node.target in program.agents:
-                    edges[name].append((node.target, node.span))
-                elif isinstance(node, HandoffNode) and node.target in program.agents:
+                if isinstance(node, InvokeNode) and node.target_kind == "agent" and node.target in program.agents or isinstance(node, HandoffNode) and node.target in program.agents:
                     edges[name].append((node.target, node.span))
         if isinstance(agent, RouterAgent):
             edges[name].extend((m.agent, m.span) for m in agent.members if m.agent in program.agents)

@@ -440,10 +440,6 @@ def _reads_and_sets(program: Program) -> tuple[set[tuple[str, str]], set[tuple[s
     return reads, sets
 
 
-def _mentioned(text: str, word: str) -> bool:
-    return re.search(rf"(?<![\w.]){re.escape(word)}(?![\w])", text) is not None
-
-
 def _python_tool_sets(program: Program, tool_name: str) -> set[str] | None:
     """The arguments an ADL Python tool can set (the `"arg": "name"` entries of the dicts it returns), read
     from its source; None when that cannot be told (no source, or a name that is not a literal)."""
@@ -489,7 +485,8 @@ def check_arguments(program: Program, bag: DiagnosticBag) -> None:
         for tool_name, outputs in agent.tool_outputs.items():
             can = _python_tool_sets(program, tool_name)
             sets.update((o.target.scope, o.target.name) for o in outputs if can is None or o.field in can)
-    texts = {name: getattr(agent, "instructions", None) or "" for name, agent in program.agents.items()}
+    dotted = {word for agent in program.agents.values()  # `agent.arg` written in prompts
+              for word in re.findall(r"[A-Za-z_][\w]*\.[A-Za-z_][\w]*", getattr(agent, "instructions", None) or "")}
     for name, agent in program.agents.items():
         if not isinstance(agent, FlowAgent):
             continue  # a model fills and reads a reasoning agent's arguments; a router's are its members'
@@ -497,7 +494,7 @@ def check_arguments(program: Program, bag: DiagnosticBag) -> None:
             if arg.bound_to is not None:
                 continue
             key = (name, arg.name)
-            is_read = key in reads or any(_mentioned(t, f"{name}.{arg.name}") for t in texts.values())
+            is_read = key in reads or f"{name}.{arg.name}" in dotted
             is_set = key in sets
             if is_read and not is_set and name != program.entry:
                 bag.add(Diagnostic(NEVER_SET, f"argument '{arg.name}' of agent '{name}' is read but nothing "

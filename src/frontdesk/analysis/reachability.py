@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 from frontdesk.diagnostics import DiagnosticBag
-from frontdesk.ir.models import BranchNode, HandoffNode, InvokeNode, JumpNode, ReturnNode, StepGraph
+from frontdesk.ir.models import (
+    BranchNode,
+    HandoffNode,
+    InvokeNode,
+    JumpNode,
+    ReturnNode,
+    StepGraph,
+)
 
 
 def successors(graph: StepGraph, node_id: str) -> list[str]:
