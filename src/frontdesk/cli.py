@@ -752,6 +752,7 @@ def _mount_commands() -> None:
     """Commands kept in their own modules: each module's `register(app)` adds its command(s). A module
     imports only typer at import time, so `frontdesk --help` stays fast."""
     # one line per module, e.g. `from frontdesk.x.cli import register as _x; _x(app)`
+    from frontdesk.analysis.graph_cli import register as _graph; _graph(app)  # noqa: E702
 
 
 _mount_acdl()
