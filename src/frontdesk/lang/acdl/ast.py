@@ -34,6 +34,7 @@ __all__ = [
     "ContextVar",
     "PathSegment",
     "TimeIndex",
+    "TimeName",
     "PlainName",
     "Literal",
     "BinaryOp",
@@ -156,6 +157,18 @@ class TimeIndex(Node):
 
 
 @dataclass
+class TimeName(Node):
+    """`@$C`: the value a `Name` definition binds, used as a time index (`sys.summary[@$C]`,
+    `range(@$C + 1, @T)`). Arithmetic wraps it in BinaryOp, as it does a TimeIndex."""
+
+    name: str
+
+    @property
+    def text(self) -> str:
+        return f"@${self.name}"
+
+
+@dataclass
 class PlainName(Node):
     """A bare name in an expression: a loop variable (`i`, `bomb`), `I`, or a symbolic value (`none`)."""
 
@@ -230,7 +243,8 @@ class ImplicitRange(Node):
 
 @dataclass
 class PathSegment(Node):
-    """One dotted segment of a context variable or name reference, with its index list (maybe empty)."""
+    """One dotted segment of a context variable or name reference, with its index list (maybe empty). A
+    segment with no name is a further index list on the one before: `x[@t][m]` is x[@t], then [m]."""
 
     name: str
     indices: list["Expr"] = field(default_factory=list)
@@ -283,6 +297,7 @@ class ListComprehension(Node):
 
 Expr = Union[
     TimeIndex,
+    TimeName,
     PlainName,
     Literal,
     BinaryOp,
@@ -496,7 +511,7 @@ class File(Node):
 _NODE_CLASSES: dict[str, type[Node]] = {
     cls.__name__: cls
     for cls in (
-        File, PromptSpec, StrFragDef, RolesFragDef, RoleMessage, ContextVar, PathSegment, TimeIndex,
+        File, PromptSpec, StrFragDef, RolesFragDef, RoleMessage, ContextVar, PathSegment, TimeIndex, TimeName,
         PlainName, Literal, BinaryOp, UnaryOp, Compare, BoolOp, Not, Paren, ImplicitRange, Template,
         FunctionCall, NameDef, ListComprehension, NameRef, FragInvoke, ForEach, If, IfBranch, Switch,
         SwitchCase, Break, Continue, PromptEndsHere, Mark, Comment,

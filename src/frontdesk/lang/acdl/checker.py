@@ -41,6 +41,7 @@ from .ast import (
     Switch,
     Template,
     TimeIndex,
+    TimeName,
     UnaryOp,
     walk,
 )
@@ -219,7 +220,8 @@ class _Checker:
                     codes.MARK_WITHOUT_NUMBER, "Mark needs a number", node.span,
                     hint="write Mark 1 { ... }; the number is shown beside the bracket as ]1",
                 )
-            self.body(node.body, ctx.inner())
+            # a Mark only draws a bracket: what it defines stays visible after it (no scope of its own)
+            self.body(node.body, ctx.inner(names=ctx.names))
         elif isinstance(node, (Break, Continue)):
             if ctx.loops == 0:
                 word = "break" if isinstance(node, Break) else "continue"
@@ -381,7 +383,7 @@ class _Checker:
                 )
             for part in list(node.args) + list(node.indices):
                 self.expr(part, ctx)
-        elif isinstance(node, NameRef):
+        elif isinstance(node, (NameRef, TimeName)):
             if ctx.lookup(node.name) is None:
                 later = self._defined_later(node.name)
                 suggestion = did_you_mean(node.name, ctx.visible_names())
@@ -391,8 +393,11 @@ class _Checker:
                     hint = "a Name is visible after its definition, in the same block and the blocks inside it"
                 else:
                     hint = f"define it first: Name {node.name} := ..."
-                message = f"'${node.name}' is used before its Name definition or outside its block" if later else f"'${node.name}' is not defined"
+                shown = node.text if isinstance(node, TimeName) else f"${node.name}"
+                message = f"'{shown}' is used before its Name definition or outside its block" if later else f"'{shown}' is not defined"
                 self.bag.error(codes.UNDEFINED_NAME, message, node.span, hint=hint)
+            if isinstance(node, TimeName):
+                return
             for index in node.indices:
                 self.expr(index, ctx)
             for segment in node.path:

@@ -49,6 +49,7 @@ from .ast import (
     SwitchCase,
     Template,
     TimeIndex,
+    TimeName,
     UnaryOp,
     walk,
 )
@@ -63,6 +64,7 @@ _TOKEN_TEXT = {
     "NAME": "a name",
     "TIME": "a time index like @T",
     "DOLLAR_NAME": "a $name",
+    "TIME_NAME": "a Name used as a time index, like @$C",
     "NUMBER": "a number",
     "STRING": "a string",
     "ROLE": "a role marker like U:",
@@ -660,7 +662,12 @@ class _TreeBuilder(Transformer):
                 seg_span = self._span(meta)
                 segments.append(PathSegment(value, [], span=seg_span))
             elif kind == "index":
-                if not segments or segments[-1].indices:
+                if segments and segments[-1].indices:
+                    # `x[@t][m]`: a further index list on the value the first one gave (an element of a
+                    # list kept per turn); it is kept as a segment with no name
+                    segments.append(PathSegment("", self._indices_of((kind, value, meta), span), span=self._span(meta)))
+                    continue
+                if not segments:
                     self._bad(
                         f"two index lists in a row in {what}", self._span(meta) if meta is not None else span,
                         "put all indices in one list: x[@t, item]",
@@ -972,6 +979,10 @@ class _TreeBuilder(Transformer):
         text = str(children[0].value)[1:]
         parts: list[str | int] = [int(p) if p.isdigit() else p for p in text.split(".")]
         return TimeIndex(parts, span=self._span(meta))
+
+    @v_args(meta=True)
+    def time_name(self, meta: Any, children: list[Any]) -> TimeName:
+        return TimeName(str(children[0].value)[2:], span=self._span(meta))
 
     @v_args(meta=True)
     def number(self, meta: Any, children: list[Any]) -> Literal:

@@ -37,6 +37,7 @@ from .ast import (
     Switch,
     Template,
     TimeIndex,
+    TimeName,
     UnaryOp,
 )
 
@@ -96,7 +97,7 @@ def _indices(values: list[Any]) -> str:
 
 
 def _segments(path: list[PathSegment]) -> str:
-    return "".join(f".{seg.name}{_indices(seg.indices)}" for seg in path)
+    return "".join(f"{'.' + seg.name if seg.name else ''}{_indices(seg.indices)}" for seg in path)
 
 
 def _string(value: str) -> str:
@@ -116,7 +117,7 @@ def _number(value: int | float) -> str:
 
 
 def _expr(expr: Any) -> str:
-    if isinstance(expr, TimeIndex):
+    if isinstance(expr, (TimeIndex, TimeName)):
         return expr.text
     if isinstance(expr, PlainName):
         return expr.name

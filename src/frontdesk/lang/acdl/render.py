@@ -76,7 +76,9 @@ def _literal_text(value: Any, kind: str) -> str:
 def _path_runs(path: list[Any]) -> list[Run]:
     out: list[Run] = []
     for seg in path or []:
-        out.append(Run("." + str(getattr(seg, "name", seg))))
+        name = str(getattr(seg, "name", seg))
+        if name:  # a segment with no name is a further index list: x[@t][m]
+            out.append(Run("." + name))
         out.extend(_indices(getattr(seg, "indices", None)))
     return out
 
@@ -159,6 +161,7 @@ def _expr_list_comp(node: Any) -> list[Run]:
 
 _EXPR_PRINTERS: dict[str, Callable[[Any], list[Run]]] = {
     "TimeIndex": _expr_time,
+    "TimeName": _expr_time,
     "PlainName": lambda n: [Run(str(n.name))],
     "Literal": lambda n: [Run(_literal_text(n.value, n.kind), "lit")],
     "BinaryOp": _expr_binary,
@@ -388,6 +391,7 @@ class VBlock:
     comment: str | None = None
     hl: str | None = None
     in_role: bool = False
+    more: list[list[Run]] = field(default_factory=list)  # the header's wrapped continuation lines
 
 
 @dataclass
@@ -520,9 +524,161 @@ def _attach_comment(view: Any, text: str) -> bool:
     return False
 
 
-def build_view(file_ast: Any, highlights: dict[int, str] | None = None) -> list[Any]:
-    """The view model of a whole file (specs, fragments and top-level comments, in order)."""
-    return _ViewBuilder(highlights or {}).file(file_ast)
+def build_view(file_ast: Any, highlights: dict[int, str] | None = None, wrap: int | None = None) -> list[Any]:
+    """The view model of a whole file (specs, fragments and top-level comments, in order), with lines
+    longer than `wrap` characters (default WRAP_COLUMNS; 0: never) broken into several."""
+    views = _ViewBuilder(highlights or {}).file(file_ast)
+    columns = WRAP_COLUMNS if wrap is None else wrap
+    return wrap_views(views, columns) if columns > 0 else views
+
+
+# ---------------------------------------------------------------------------
+# Wrapping: a line longer than WRAP_COLUMNS characters is broken, preferably after a comma or an
+# opening bracket, into several lines; the continuation lines are indented by CONTINUATION_INDENT
+# characters. A chip broken across lines is drawn as one chip per line. A long comment is broken at
+# spaces; an inline comment that would run past the limit goes on its own line under the content.
+# Both back ends read the wrapped view, so HTML, SVG and PNG break at the same places.
+# ---------------------------------------------------------------------------
+
+WRAP_COLUMNS = 88
+CONTINUATION_INDENT = 4
+_BREAK_AFTER = (",", ", ", "(", "[", " := ", " and ", " or ", " && ", " || ", " & ", " | ")
+
+
+def _chars(run: Run) -> int:
+    return len(run.text) + (1 if run.cls.startswith("ns-") else 0)
+
+
+def _split_long_run(run: Run, limit: int) -> list[Run]:
+    """A run longer than `limit` characters, cut after an underscore, dot or space near the limit."""
+    pieces = []
+    text = run.text
+    while len(text) > limit:
+        cut = max(text.rfind(c, 0, limit) for c in "_. ")
+        cut = cut + 1 if cut >= limit // 2 else limit
+        pieces.append(Run(text[:cut], run.cls))
+        text = text[cut:]
+    pieces.append(Run(text, run.cls))
+    return pieces
+
+
+def _wrap_tokens(tokens: list[tuple[int | None, Run]], limit: int, first_limit: int) -> list[list[tuple[int | None, Run]]]:
+    """Tokens (owner chip index or None, run) cut into lines: the first at most `first_limit` characters
+    wide, the others `limit`."""
+    flat: list[tuple[int | None, Run]] = []
+    for owner, run in tokens:
+        if _chars(run) > limit:
+            flat.extend((owner, piece) for piece in _split_long_run(run, limit))
+        else:
+            flat.append((owner, run))
+    lines: list[list[tuple[int | None, Run]]] = [[]]
+    width = 0
+    for owner, run in flat:
+        room = first_limit if len(lines) == 1 else limit
+        if lines[-1] and width + _chars(run) > room:
+            line = lines[-1]
+            breaks = [i + 1 for i, (_, r) in enumerate(line) if r.text in _BREAK_AFTER or r.text.endswith((",", "(", "["))]
+            cut = breaks[-1] if breaks and breaks[-1] > len(line) // 3 else len(line)
+            carried = line[cut:]
+            lines[-1] = line[:cut]
+            while lines[-1] and not lines[-1][-1][1].text.strip():
+                lines[-1].pop()  # no trailing blank run at the end of a line
+            while carried and not carried[0][1].text.strip():
+                carried.pop(0)
+            lines.append(carried)
+            width = sum(_chars(r) for _, r in carried)
+        if not lines[-1] and not run.text.strip():
+            continue
+        lines[-1].append((owner, run))
+        width += _chars(run)
+    return [line for line in lines if line]
+
+
+def _regroup(line: list[tuple[int | None, Run]], chips: dict[int, VChip]) -> list[VChip | Run]:
+    parts: list[VChip | Run] = []
+    current: int | None = None
+    for owner, run in line:
+        if owner is None:
+            parts.append(run)
+            current = None
+        elif owner == current and isinstance(parts[-1], VChip):
+            parts[-1].runs.append(run)
+        else:
+            parts.append(VChip(chips[owner].kind, [run]))
+            current = owner
+    return parts
+
+
+def _wrap_comment(text: str, limit: int) -> list[str]:
+    words = text.split(" ")
+    lines: list[str] = [""]
+    for word in words:
+        if lines[-1] and len(lines[-1]) + 1 + len(word) > limit:
+            lines.append(word)
+        else:
+            lines[-1] = f"{lines[-1]} {word}" if lines[-1] else word
+    return lines
+
+
+def _wrap_line(view: VLine, columns: int) -> list[Any]:
+    chips: dict[int, VChip] = {}
+    tokens: list[tuple[int | None, Run]] = []
+    for part in view.parts:
+        if isinstance(part, VChip):
+            chips[len(chips)] = part
+            tokens.extend((len(chips) - 1, r) for r in part.runs)
+        else:
+            tokens.append((None, part))
+    width = sum(_chars(r) for _, r in tokens)
+    comment = view.comment
+    out: list[Any] = []
+    if width > columns:
+        lines = _wrap_tokens(tokens, columns - CONTINUATION_INDENT, columns)
+        for i, line in enumerate(lines):
+            parts = _regroup(line, chips)
+            if i:
+                parts = [Run(" " * CONTINUATION_INDENT), *parts]
+            out.append(VLine(parts, None, view.hl))
+        width = sum(_chars(r) for _, r in lines[-1]) + CONTINUATION_INDENT
+    else:
+        out.append(VLine(list(view.parts), None, view.hl))
+    if comment:
+        if width + len(comment) + 4 <= columns + 24:
+            out[-1].comment = comment
+        else:
+            out.extend(VComment(c, view.hl) for c in _wrap_comment(comment, columns - 3))
+    return out
+
+
+def wrap_views(views: list[Any], columns: int = WRAP_COLUMNS) -> list[Any]:
+    """The views with every line longer than `columns` characters broken (see above)."""
+    out: list[Any] = []
+    for view in views:
+        out.extend(_wrap_view(view, columns))
+    return out
+
+
+def _wrap_view(view: Any, columns: int) -> list[Any]:
+    if isinstance(view, VLine):
+        return _wrap_line(view, columns)
+    if isinstance(view, VComment):
+        if len(view.text) + 3 <= columns:
+            return [view]
+        return [VComment(c, view.hl) for c in _wrap_comment(view.text, columns - 3)]
+    if isinstance(view, VRole):
+        return [VRole(view.role, wrap_views(view.children, columns), view.comment, view.hl)]
+    if isinstance(view, VBlock):
+        header, more = view.header, list(view.more)
+        if sum(_chars(r) for r in header) > columns:
+            lines = _wrap_tokens([(None, r) for r in header], columns - CONTINUATION_INDENT, columns)
+            header = [r for _, r in lines[0]]
+            more = [[Run(" " * CONTINUATION_INDENT), *(r for _, r in line)] for line in lines[1:]]
+        return [VBlock(header, wrap_views(view.children, columns), view.comment, view.hl, view.in_role, more)]
+    if isinstance(view, VMark):
+        return [VMark(view.number, wrap_views(view.children, columns), view.comment, view.hl, view.in_role)]
+    if isinstance(view, VSpec):
+        return [VSpec(view.label, view.title, wrap_views(view.children, columns), view.comment, view.hl)]
+    return [view]
 
 
 # ---------------------------------------------------------------------------
@@ -724,8 +880,10 @@ def _view_html(view: Any) -> str:
         whole, head = _split_hl(view.hl)
         inner = "".join(_view_html(c) for c in view.children)
         role_cls = " in-role" if view.in_role else ""
+        more = "".join(f'<div class="head"><span class="headtext{head}">{_runs_html(line)}</span></div>'
+                       for line in view.more)
         return (f'<div class="block{whole}"><div class="head"><span class="headtext{head}">{_runs_html(view.header)}'
-                f'</span>{_comment_html(view.comment)}</div><div class="inner{role_cls}">{inner}</div></div>')
+                f'</span>{_comment_html(view.comment)}</div>{more}<div class="inner{role_cls}">{inner}</div></div>')
     if isinstance(view, VMark):
         whole, head = _split_hl(view.hl)
         inner = "".join(_view_html(c) for c in view.children)
@@ -843,8 +1001,9 @@ def measure(view: Any) -> tuple[float, float]:
         return max(ROLE_MIN_W, RULE_W + TAG_W + 2 + w + ROLE_PAD_X), max(h, LINE_H) + 2 * ROLE_PAD_Y
     if isinstance(view, VBlock):
         w, h = _stack_size(view.children, GAP_ROLE if view.in_role else GAP_TOP)
-        head_w = _runs_width(view.header) + _comment_width(view.comment)
-        return max(head_w, INDENT + w), LINE_H + h + 2 * BLOCK_PAD_Y
+        head_w = max([_runs_width(view.header) + _comment_width(view.comment)]
+                     + [_runs_width(line) for line in view.more])
+        return max(head_w, INDENT + w), LINE_H * (1 + len(view.more)) + h + 2 * BLOCK_PAD_Y
     if isinstance(view, VMark):
         w, h = _stack_size(_mark_children(view), GAP_ROLE if view.in_role else GAP_TOP)
         return w + _mark_extra(view), h
@@ -1003,8 +1162,11 @@ def draw(svg: _Svg, view: Any, x: float, y: float, width: float) -> None:
         svg.raw('<g class="block">')
         w = svg.text(x, y + 14, view.header)
         _draw_comment_inline(svg, x + w, y, view.comment)
-        svg.line(x + GUIDE_X, y + LINE_H, x + GUIDE_X, y + h, GUIDE_COLOUR, 1.5)
-        _draw_stack(svg, view.children, x + INDENT, y + LINE_H + BLOCK_PAD_Y, width - INDENT,
+        for i, line in enumerate(view.more, start=1):
+            svg.text(x, y + i * LINE_H + 14, line)
+        head_h = LINE_H * (1 + len(view.more))
+        svg.line(x + GUIDE_X, y + head_h, x + GUIDE_X, y + h, GUIDE_COLOUR, 1.5)
+        _draw_stack(svg, view.children, x + INDENT, y + head_h + BLOCK_PAD_Y, width - INDENT,
                     GAP_ROLE if view.in_role else GAP_TOP)
         svg.raw("</g>")
     elif isinstance(view, VMark):

@@ -110,7 +110,7 @@ def element_key(node: Any) -> str | None:
     if isinstance(node, A.Template):
         return node.name
     if isinstance(node, A.ContextVar):
-        return ".".join([node.namespace, *(seg.name for seg in node.path)])
+        return ".".join([node.namespace, *(seg.name for seg in node.path if seg.name)])
     if isinstance(node, A.FunctionCall):
         return f"{node.name}()"
     if isinstance(node, A.NameRef):
