@@ -753,6 +753,7 @@ def _mount_commands() -> None:
     imports only typer at import time, so `frontdesk --help` stays fast."""
     # one line per module, e.g. `from frontdesk.x.cli import register as _x; _x(app)`
     from frontdesk.analysis.graph_cli import register as _graph; _graph(app)  # noqa: E702
+    from frontdesk.evaluation.cli import register as _evaluation; _evaluation(app)  # noqa: E702
 
 
 _mount_acdl()
