@@ -562,9 +562,9 @@ class IdleProgram:
 
 
 def idle_programs() -> list[IdleProgram]:
-    import yaml
+    from frontdesk.testing import load_conversation
 
-    bookstore = yaml.safe_load((ROOT / "examples/bookstore/conversations/happy_path.yml").read_text())
+    bookstore = load_conversation(ROOT / "examples/bookstore/conversations/happy_path.yml")
     return [
         IdleProgram("hotel_booking (ABL flow, 3 turns)", ROOT / "examples/hotel_booking",
                     ["Hi, I'd like to book a hotel", "Lisbon", "tomorrow"], None, "2026-11-22"),

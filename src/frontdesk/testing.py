@@ -11,6 +11,10 @@ runs at, for programs that read dates such as "tomorrow". `frontdesk chat PROGRA
 the same file and checks `expect:` and `events:` too.
 
 `user:` lines are kept as written: `- yes` is the text "yes", not a YAML boolean.
+
+The examples' conversations are now conversation tests (`frontdesk.convtest`, docs/testing.md):
+`load_conversation` reads such a file as the dict above (its user lines, all its scripted answers, ...),
+with the test case itself under "case".
 """
 
 from __future__ import annotations
@@ -104,8 +108,12 @@ def load_conversation(path: str | Path) -> dict[str, Any]:
     ValueError when the file is not a mapping (e.g. a bare list of LLM answers); ScriptError when
     it has a key this format does not know or a user line that is not text.
     """
-    path = Path(path)
+    from frontdesk.convtest.model import looks_like_test_file, split_case_selector
+
+    path, case_name = split_case_selector(path)
     text = path.read_text(encoding="utf-8")
+    if looks_like_test_file(text):  # a conversation test (`steps:` / `test_cases:`, see frontdesk.convtest)
+        return _test_case_view(path, text, case_name)
     loader = yaml.SafeLoader(text)
     try:
         node = loader.get_single_node()
@@ -122,6 +130,24 @@ def load_conversation(path: str | Path) -> dict[str, Any]:
     if "user" in data:
         data["user"] = _user_lines(path, node)
     return data
+
+
+def _test_case_view(path: Path, text: str, case_name: str | None) -> dict[str, Any]:
+    """A conversation test file's case (`FILE::CASE`, else its first) in this module's dict form, with
+    the case itself under "case"; ScriptError for a file with format errors or no such case."""
+    from frontdesk.convtest.model import (
+        TestFormatError,
+        legacy_view,
+        parse_test_file,
+        select_case,
+    )
+
+    try:
+        return legacy_view(select_case(parse_test_file(text, path), case_name))
+    except TestFormatError as exc:
+        raise ScriptError(exc.format()) from None
+    except LookupError as exc:
+        raise ScriptError(str(exc)) from None
 
 
 def _user_lines(path: Path, root: yaml.Node) -> list[str]:
