@@ -332,3 +332,141 @@ def test_a_recorded_frontdesk_trace_verifies_against_a_spec_written_with_a_time_
     file_ast = parsed(spec, "chat.acdl")
     results = verify_calls(file_ast, events)
     assert len(results) == len(events) and all(r.ok for r in results), [r.problem for r in results]
+
+
+# ---- one tour of the whole reference ------------------------------------------------------------------------------
+
+# Every construct the reference describes, section by section, in specifications written for a clinic's
+# booking assistant: several specifications and fragments in one file (2), the five roles in both forms
+# (3), context variables with nested paths and indices (4), time and other indices with arithmetic (5),
+# templates (6), functions and range (7), ForEach / If / ElseIf / Else / Switch / break / continue /
+# PromptEndsHere (8), Name with $ and @$ and a list comprehension (9), Mark (10), fragments (11), comments (12).
+TOUR = """
+// the clinic assistant's contexts
+StrFrag SlotDetails[slot]: {
+    env.slot_time[slot]
+    env.slot_doctor[slot]
+    formatPrice(env.slot_price[slot])  // the fee, with currency
+}
+
+RolesFrag PastTurn[@t]: {
+    U: env.patient_message[@t]
+    If sys.tool[@t] != none {
+        A: sys.tool[@t].call
+        T: sys.tool[@t].tool_response[@t]
+    }
+    A: resp.answer[@t]
+}
+
+Booking[@T.I]: {
+    Mark 1 {
+        S: {
+            BOOKING_INSTRUCTIONS  // who the assistant is and what it may book
+            AVAILABLE_TOOLS
+            sys.clinic_name
+            DOCTOR_RULES(sys.clinic_name, sys.today[@T])
+        }
+    }
+    Name C := sys.last_compaction_turn[@T]
+    If (@$C > 1) {
+        U: {
+            THIS_IS_A_SUMMARY
+            sys.conversation_summary[@$C]
+        }
+    }
+    Mark 2 {
+        ForEach(@t: range(@$C + 1, @T - 1)) {
+            Frag PastTurn[@t]
+        }
+    }
+    U: {
+        Name slots := freeSlots(env.requested_day[@T], sys.doctors)
+        ForEach(i: range(1, $slots.len)) {
+            If i > 5 {
+                break
+            }
+            Frag SlotDetails[$slots[i]]
+        }
+        env.patient_message[@T]
+    }
+    PromptEndsHere when (@T.I == 0)
+    ForEach(i: range(1, I)) {
+        A: sys.tool_used[@T.i].name_and_args
+        T: sys.tool_used[@T.i].tool_response
+    }
+}
+
+Triage[@T, patient]: {
+    S: TRIAGE_INSTRUCTIONS
+    Switch env.channel[@T] {
+        Case "phone" {
+            U: transcribe(env.audio[@T, patient])
+        }
+        Case sms: {
+            U: env.sms_text[@T, patient]
+        }
+        Default {
+            U: env.web_form[@T, patient]
+        }
+    }
+    If sys.urgency[@T] == high & sys.doctor_on_call[@T] != none {
+        S: URGENT_CASE
+    }
+    ElseIf sys.urgency[@T] == medium | sys.repeat_visit[@T, patient] {
+        S: SAME_WEEK_CASE
+    }
+    Else {
+        S: ROUTINE_CASE
+    }
+    U: {
+        Name recent := [sys.visit_note[@t, patient] for t in range(@T - 1, @T - 30, -1)]
+        summarize($recent)
+        ForEach(t: range(1, @T - 1, 2)) {
+            If @t % 25 == 0 {
+                continue
+            }
+            env.vital_signs[@t, patient]
+        }
+    }
+}
+
+Reminder[@T]: {
+    N: {
+        REMINDER_TEMPLATE
+        sys.appointment[@T].time
+        sys.appointment[@1].first_visit_note
+        env.patient_name
+    }
+}
+"""
+
+
+def test_a_tour_of_every_construct_checks_round_trips_and_renders():
+    file_ast = parsed(TOUR, "clinic.acdl")
+    text = format_acdl(file_ast)
+    again = parsed(text, "clinic.acdl")
+    assert again.to_dict(spans=False) == file_ast.to_dict(spans=False)
+    assert format_acdl(again) == text
+    for construct in ("StrFrag SlotDetails[slot]", "RolesFrag PastTurn[@t]", "Name C := ", "@$C", "break", "continue",
+                      "PromptEndsHere when", "Mark 2", "Frag PastTurn[@t]", "N: {", "Switch env.channel[@T]",
+                      "Name recent := [", "Triage[@T, patient]", "range(1, @T - 1, 2)"):
+        assert construct.replace(" - ", "-") in text.replace(" - ", "-"), construct
+    page = render_html(file_ast)
+    ET.fromstring(render_svg(file_ast))
+    for shown in ("SlotDetails", "PastTurn", "@$C", "PromptEndsHere", "REMINDER_TEMPLATE", "THIS_IS_A_SUMMARY"):
+        assert shown in page
+
+
+def test_the_tour_verifies_calls_shaped_as_it_says():
+    file_ast = parsed(TOUR, "clinic.acdl")
+    system = ("S", "BOOKING_INSTRUCTIONS", "AVAILABLE_TOOLS", "sys.clinic_name", "DOCTOR_RULES")
+    first = {"type": "llm_call", "seq": 1, "data": {"plan": "Booking", "structure": [
+        {"role": r, "elements": list(e)} for r, *e in [system, ("U", "env.patient_message")]]}}
+    later = {"type": "llm_call", "seq": 2, "data": {"plan": "Booking", "structure": [
+        {"role": r, "elements": list(e)} for r, *e in [
+            system, ("U", "THIS_IS_A_SUMMARY", "sys.conversation_summary"),
+            ("U", "env.patient_message"), ("A", "sys.tool.call"), ("T", "sys.tool.tool_response"), ("A", "resp.answer"),
+            ("U", "env.slot_time", "env.slot_doctor", "formatPrice()", "env.patient_message"),
+            ("A", "sys.tool_used.name_and_args"), ("T", "sys.tool_used.tool_response")]]}}
+    results = verify_calls(file_ast, [first, later])
+    assert [r.ok for r in results] == [True, True], [r.problem for r in results]
