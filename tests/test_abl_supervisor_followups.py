@@ -220,21 +220,6 @@ def _router_program(tmp_path: Path, pipeline: str, config: str | None = None):
     return _program(tmp_path, files)
 
 
-@pytest.fixture
-def chat_server():
-    from test_llm_openai import (
-        FakeChatServer,  # the real local chat-completions server of the provider tests
-    )
-
-    fake = FakeChatServer()
-    fake.thread.start()
-    yield fake
-    fake.stall.set()
-    fake.httpd.shutdown()
-    fake.httpd.server_close()
-    fake.thread.join(timeout=5)
-
-
 def _answers(intent: str, confidence: float, routed: str):
     from test_llm_openai import completion, tool_call
 

@@ -8,7 +8,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from test_llm_openai import FakeChatServer, completion
+from test_llm_openai import completion
 from typer.testing import CliRunner
 
 from frontdesk.analysis.agentgraph import agent_graph
@@ -338,17 +338,6 @@ def test_check_json_carries_the_notes(tmp_path):
     result = CliRunner().invoke(app, ["check", str(folder), "--format", "json"])
     found = [d for d in json.loads(result.stdout) if d["code"] == "ADL041"]
     assert len(found) == 1 and len(found[0]["notes"]) == 2
-
-
-@pytest.fixture
-def chat_server():
-    fake = FakeChatServer()
-    fake.thread.start()
-    yield fake
-    fake.stall.set()
-    fake.httpd.shutdown()
-    fake.httpd.server_close()
-    fake.thread.join(timeout=5)
 
 
 def test_check_llm_asks_the_papers_question_and_shows_the_answer(tmp_path, chat_server, monkeypatch):

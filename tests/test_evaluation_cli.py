@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from test_llm_openai import FakeChatServer, completion, tool_call
+from test_llm_openai import completion, tool_call
 from typer.testing import CliRunner
 
 from frontdesk.cli import app
@@ -28,17 +28,6 @@ def isolated(tmp_path, monkeypatch):
     for var in ("FRONTDESK_LLM_BASE_URL", "OPENAI_BASE_URL", "FRONTDESK_LLM_API_KEY", "OPENAI_API_KEY",
                 "FRONTDESK_LLM_MODEL", "OPENAI_MODEL"):
         monkeypatch.delenv(var, raising=False)
-
-
-@pytest.fixture
-def chat_server():
-    fake = FakeChatServer()  # a local chat-completions server (see test_llm_openai.py)
-    fake.thread.start()
-    yield fake
-    fake.stall.set()
-    fake.httpd.shutdown()
-    fake.httpd.server_close()
-    fake.thread.join(timeout=5)
 
 
 def frontdesk_eval(*args: str):
