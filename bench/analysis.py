@@ -44,13 +44,14 @@ class ProgramResult:
 
 def analyse(folder: Path) -> tuple[str, list, list[str]]:
     """(language, analysis findings, load errors) of one program, as `frontdesk check` computes them."""
-    from frontdesk.cli import _load_program, _with_analysis
+    from frontdesk.analysis import with_analysis
+    from frontdesk.lang import load_program
 
-    program, diags = _load_program(str(folder))
+    program, diags = load_program(folder)
     errors = [d.format() for d in diags if d.is_error]
     if program is None or errors:
         return "?", [], errors or ["the program did not load"]
-    found = [d for d in _with_analysis(program, diags) if d.code in ANALYSIS_CODES]
+    found = [d for d in with_analysis(program, diags) if d.code in ANALYSIS_CODES]
     return program.language, found, []
 
 

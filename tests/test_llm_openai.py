@@ -97,14 +97,8 @@ def tool_call(call_id: str, name: str, arguments: str) -> dict:
 
 
 @pytest.fixture
-def server():
-    fake = FakeChatServer()
-    fake.thread.start()
-    yield fake
-    fake.stall.set()
-    fake.httpd.shutdown()
-    fake.httpd.server_close()
-    fake.thread.join(timeout=5)
+def server(chat_server):
+    return chat_server  # conftest.py's running FakeChatServer
 
 
 def make_provider(server: FakeChatServer, **options: Any) -> OpenAICompatibleProvider:

@@ -113,7 +113,9 @@ def check(
     """Report every problem in a program (ADL or ABL) with file, line, column, code and hint."""
     prog, diags = _load_program(program, entry)
     if prog is not None and deep and not any(d.is_error for d in diags):
-        diags = _with_analysis(prog, diags)
+        from frontdesk.analysis import with_analysis
+
+        diags = with_analysis(prog, diags)
     errors = sum(1 for d in diags if d.is_error)
     warnings = sum(1 for d in diags if d.severity is Severity.WARNING)
     review = _llm_review(prog) if llm_review and prog is not None else None
@@ -132,23 +134,6 @@ def check(
                        f"{warnings} warning{'s' if warnings != 1 else ''}, {agents} agents",
                        style="red" if errors else "green"))
     raise typer.Exit(1 if errors or prog is None else 0)
-
-
-def _with_analysis(prog, diags: list[Diagnostic]) -> list[Diagnostic]:
-    """The load's diagnostics with the deeper analysis's findings; its cycle finding (with the path and
-    what breaks it) replaces the load's shorter one of the same code."""
-    from frontdesk.analysis import analysis_codes_for, check_unused_agents
-    from frontdesk.analysis.lint import lint_program
-    from frontdesk.diagnostics import DiagnosticBag
-
-    codes = analysis_codes_for(prog.language)
-    found = lint_program(prog, cycle_code=codes.recursion)
-    if prog.language != "adl":  # the ADL loader already ran the shared checks; ABL's steps are lint's
-        bag = DiagnosticBag()
-        check_unused_agents(prog, bag, codes.unused_agent)
-        found = bag.sorted() + found
-    kept = [d for d in diags if d.code != codes.recursion]
-    return kept + found
 
 
 def _llm_review(prog) -> dict:

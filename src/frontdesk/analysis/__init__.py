@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from frontdesk.diagnostics import DiagnosticBag
+from frontdesk.diagnostics import Diagnostic, DiagnosticBag
 from frontdesk.ir.models import Program
 
 from .calls import check_call_cycles, check_unused_agents
 from .reachability import check_graph_reachability, successors
 
-__all__ = ["AnalysisCodes", "analysis_codes_for", "analyze_program", "check_call_cycles", "check_graph_reachability", "check_unused_agents", "successors"]
+__all__ = ["AnalysisCodes", "analysis_codes_for", "analyze_program", "check_call_cycles", "check_graph_reachability", "check_unused_agents", "successors", "with_analysis"]
 
 
 @dataclass(frozen=True)
@@ -43,3 +43,18 @@ def analyze_program(program: Program, bag: DiagnosticBag, codes: AnalysisCodes =
     if cycles:
         check_call_cycles(program, bag, codes.recursion)
     check_unused_agents(program, bag, codes.unused_agent)
+
+
+def with_analysis(program: Program, diags: list[Diagnostic]) -> list[Diagnostic]:
+    """What `frontdesk check` reports: the load's diagnostics with the deeper analysis's findings
+    (`frontdesk.analysis.lint`), whose cycle finding (with the path and what breaks it) replaces the load's
+    shorter one of the same code."""
+    from .lint import lint_program
+
+    codes = analysis_codes_for(program.language)
+    found = lint_program(program, cycle_code=codes.recursion)
+    if program.language != "adl":  # the ADL loader already ran the shared checks; ABL's steps are lint's
+        bag = DiagnosticBag()
+        check_unused_agents(program, bag, codes.unused_agent)
+        found = bag.sorted() + found
+    return [d for d in diags if d.code != codes.recursion] + found

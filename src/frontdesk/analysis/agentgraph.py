@@ -20,26 +20,29 @@ runs that far). `frontdesk check` reads cycles out of this graph, and `frontdesk
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
 from frontdesk.diagnostics import Span
 from frontdesk.ir.models import (
+    AssignNode,
     BranchNode,
+    EscalateNode,
     FlowAgent,
     HandoffNode,
     InvokeNode,
+    JumpNode,
     ListenNode,
     Program,
     ReasoningAgent,
     ReturnNode,
     RouterAgent,
+    SayNode,
     StepGraph,
 )
 
 from .reachability import reachable_from, successors
-
-NESTING_KINDS = frozenset({"call", "member", "guardrail", "delegate", "mention"})
 
 
 @dataclass(frozen=True)
@@ -167,6 +170,33 @@ def _flow_edges(name: str, graph: StepGraph, program: Program) -> list[AgentEdge
     return edges
 
 
+# ---- a step, in words -----------------------------------------------------------------------------------
+
+
+def step_text(graph: StepGraph, node_id: str) -> str:
+    """A short text for a step: `bot: "…"`, `user`, `if: …`, `call: x`, `next: label`, `set: x`, `return`."""
+    node = graph.nodes[node_id]
+    if isinstance(node, SayNode):
+        return f'bot: "{" ".join(node.text.source.split())}"'
+    if isinstance(node, ListenNode):
+        return "user" + (f" ({', '.join(node.extracts)})" if node.extracts else "")
+    if isinstance(node, BranchNode):
+        return "if: " + " / ".join(c.condition.source for c in node.cases)
+    if isinstance(node, InvokeNode):
+        return f"call: {node.target}" + (f" ({node.target_kind})" if node.target_kind != "agent" else "")
+    if isinstance(node, JumpNode):
+        return f"next: {node.target_name}" + (f" (tries: {node.tries})" if node.tries is not None else "")
+    if isinstance(node, AssignNode):
+        return "set: " + ", ".join(a.target.name for a in node.assignments)
+    if isinstance(node, ReturnNode):
+        return "return" + (" error" if node.status == "error" else "")
+    if isinstance(node, HandoffNode):
+        return f"handoff: {node.target}" + (" (return)" if node.resume else "")
+    if isinstance(node, EscalateNode):
+        return "escalate" + (f": {node.reason}" if node.reason else "")
+    return node.kind
+
+
 # ---- prompts -------------------------------------------------------------------------------------------
 
 _ENTER = r"(?:enter|enters|entering|call|calls|invoke|go to|goes to|switch to|transfer to|transfer the user to|" \
@@ -189,7 +219,8 @@ def _mention_pattern(target: str) -> re.Pattern[str]:
 
 
 @lru_cache(maxsize=64)
-def _file_lines(path: str) -> tuple[str, ...]:
+def file_lines(path: str) -> tuple[str, ...]:
+    """The lines of a source file, read once (empty when it cannot be read)."""
     try:
         with open(path, encoding="utf-8") as handle:
             return tuple(handle.read().splitlines())
@@ -197,17 +228,28 @@ def _file_lines(path: str) -> tuple[str, ...]:
         return ()
 
 
-def line_span(span: Span | None, snippet: str) -> Span | None:
-    """The span of the line, at or after `span`, of the file that holds the start of `snippet` (a prompt's
-    sentence); `span` itself when it cannot be found."""
+def first_line(span: Span | None, column_of: Callable[[str], int | None]) -> Span | None:
+    """The span of the first line of `span`'s file, from `span`'s line on, where `column_of(line)` finds a
+    (1-based) column; `span` itself when no line does."""
     if span is None or not span.file:
         return span
-    head = " ".join(snippet.split())[:40]
-    for number, line in enumerate(_file_lines(span.file)[max(span.line - 1, 0):], start=max(span.line, 1)):
-        if head and head in " ".join(line.split()):
-            column = " ".join(line.split()).find(head)
-            return Span(file=span.file, line=number, column=line.find(line.strip()) + 1 + max(column, 0))
+    start = max(span.line, 1)
+    for number, line in enumerate(file_lines(span.file)[start - 1:], start=start):
+        column = column_of(line)
+        if column is not None:
+            return Span(file=span.file, line=number, column=column)
     return span
+
+
+def line_span(span: Span | None, snippet: str) -> Span | None:
+    """Where a prompt's sentence `snippet` starts: its line at or after `span` (`span` if not found)."""
+    head = " ".join(snippet.split())[:40]
+
+    def column_of(line: str) -> int | None:
+        flat = " ".join(line.split())
+        return line.find(line.strip()) + 1 + flat.find(head) if head and head in flat else None
+
+    return first_line(span, column_of)
 
 
 def _plain(text: str) -> str:
@@ -226,15 +268,13 @@ def _mention_edges(name: str, agent: ReasoningAgent, program: Program, parents: 
     if not text:
         return edges
     parts = sentences(text)
-    plain = [_plain(sentence) for sentence in parts]
-    whole = " ".join(plain)
-    for target, other in program.agents.items():
+    whole = " ".join(_plain(sentence) for sentence in parts)
+    for target in program.agents:
+        # a member told to go back to its router is no edge: the router waits for the next message
         if target == name or target in parents.get(name, set()) or len(target) < 3:
             continue
         if _plain(target) not in whole:
             continue  # cheap test first: the name is not written anywhere in the prompt
-        if isinstance(other, RouterAgent) and name in {m.agent for m in other.members}:
-            continue  # a member told to go back to its router: the router waits for the next message
         pattern = _mention_pattern(target)
         for index, sentence in enumerate(parts):
             if not pattern.search(sentence):
@@ -244,15 +284,16 @@ def _mention_edges(name: str, agent: ReasoningAgent, program: Program, parents: 
             if context is None and index and re.match(r"^(?:→\s*)?(?:if so|then|in that case)\b", sentence, re.IGNORECASE):
                 context = parts[index - 1] + " " + sentence
             ends = bool(_ENDS.search(sentence))  # "... and exit this agent": a hand-over, not a nested call
-            edges.append(AgentEdge(name, target, "mention", not ends, False, _clip(context) if context else None,
-                                   f"prompt: \"{_clip(sentence)}\"", line_span(agent.span, sentence)))
+            edges.append(AgentEdge(name, target, "mention", not ends, False, clip(context) if context else None,
+                                   f"prompt: \"{clip(sentence)}\"", line_span(agent.span, sentence)))
             break
     return edges
 
 
-def _clip(text: str, limit: int = 110) -> str:
+def clip(text: str, limit: int = 110) -> str:
+    """`text` on one line, cut with … to at most `limit` characters."""
     text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 # ---- the whole program ---------------------------------------------------------------------------------
@@ -289,13 +330,13 @@ def agent_graph(program: Program) -> list[AgentEdge]:
             for delegation in agent.delegates:
                 if delegation.agent in program.agents:
                     edges.append(AgentEdge(name, delegation.agent, "delegate", True, False,
-                                           "when the model delegates" + (f" ({_clip(delegation.purpose, 60)})"
+                                           "when the model delegates" + (f" ({clip(delegation.purpose, 60)})"
                                                                          if delegation.purpose else ""),
                                            f"DELEGATE {delegation.agent}", delegation.span or agent.span))
             for handoff in agent.handoffs:
                 if handoff.agent in program.agents:
                     when = handoff.when or "when the model hands off"
-                    edges.append(AgentEdge(name, handoff.agent, "handoff", handoff.resume, False, _clip(when),
+                    edges.append(AgentEdge(name, handoff.agent, "handoff", handoff.resume, False, clip(when),
                                            f"HANDOFF TO {handoff.agent}" + (" with RETURN" if handoff.resume else ""),
                                            handoff.span or agent.span))
             edges.extend(_mention_edges(name, agent, program, parents))
@@ -316,8 +357,3 @@ def waits_for_user(program: Program, name: str) -> bool:
     if isinstance(agent, FlowAgent):
         return any(isinstance(n, ListenNode) for n in agent.graph.nodes.values())
     return isinstance(agent, (ReasoningAgent, RouterAgent))
-
-
-def is_end(graph: StepGraph, node_id: str) -> bool:
-    node = graph.nodes[node_id]
-    return isinstance(node, ReturnNode) or not successors(graph, node_id)

@@ -26,20 +26,15 @@ from xml.sax.saxutils import escape as xml_escape
 from frontdesk.ir.models import (
     AssignNode,
     BranchNode,
-    EscalateNode,
-    HandoffNode,
     InvokeNode,
     JumpNode,
-    ListenNode,
     Program,
     ReasoningAgent,
-    ReturnNode,
     RouterAgent,
-    SayNode,
     StepGraph,
 )
 
-from .agentgraph import AgentEdge, agent_graph
+from .agentgraph import AgentEdge, agent_graph, clip, step_text
 from .lint import FLOW_LOOP, HANDOVER_CYCLE, agent_cycles, flow_loops
 from .reachability import successors
 
@@ -438,18 +433,13 @@ def esc(text: str) -> str:
     return xml_escape(_CONTROL.sub("", text), {'"': "&quot;"})
 
 
-def shorten(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
-
-
 def wrap(text: str, width: int, lines: int) -> list[str]:
     """`text` in at most `lines` lines of about `width` characters, the last cut with … if it must be."""
     text = " ".join(text.split())
     found = textwrap.wrap(text, width, break_long_words=True, break_on_hyphens=False) or [""]
     if len(found) > lines:
         found = found[:lines]
-        found[-1] = shorten(found[-1] + " …", width) if len(found[-1]) < width - 1 else found[-1][: width - 1] + "…"
+        found[-1] = clip(found[-1] + " …", width) if len(found[-1]) < width - 1 else found[-1][: width - 1] + "…"
     return found
 
 
@@ -650,7 +640,7 @@ def agent_panel(program: Program, edges: list[AgentEdge], cycles: list[list[Agen
         entry = name == program.entry
         kind = _kind_text(agent) + (" · entry" if entry else "")
         tip = f"{name} ({kind})" + (f": {agent.description}" if agent.description else "")
-        shapes[name] = _Shape(name, [(shorten(name, 40), 12.5, True, "#111111"), (kind, 10, False, "#555555")],
+        shapes[name] = _Shape(name, [(clip(name, 40), 12.5, True, "#111111"), (kind, 10, False, "#555555")],
                               AGENT_FILL.get(agent.kind, "#f2f2f2"), "round",
                               "#1f4e8c" if entry else INK, 2.6 if entry else 1.0, tip)
     in_cycle = {_edge_key(edge) for cycle in cycles for edge in cycle}
@@ -685,30 +675,6 @@ def _program_name(program: Program) -> str:
 # ---- a flow's steps -----------------------------------------------------------------------------------
 
 
-def step_text(graph: StepGraph, node_id: str) -> str:
-    """A short text for a step: `bot: "…"`, `user`, `if: …`, `call: x`, `next: label`, `set: x`, `return`."""
-    node = graph.nodes[node_id]
-    if isinstance(node, SayNode):
-        return f'bot: "{" ".join(node.text.source.split())}"'
-    if isinstance(node, ListenNode):
-        return "user" + (f" ({', '.join(node.extracts)})" if node.extracts else "")
-    if isinstance(node, BranchNode):
-        return "if: " + " / ".join(c.condition.source for c in node.cases)
-    if isinstance(node, InvokeNode):
-        return f"call: {node.target}" + (f" ({node.target_kind})" if node.target_kind != "agent" else "")
-    if isinstance(node, JumpNode):
-        return f"next: {node.target_name}" + (f" (tries: {node.tries})" if node.tries is not None else "")
-    if isinstance(node, AssignNode):
-        return "set: " + ", ".join(a.target.name for a in node.assignments)
-    if isinstance(node, ReturnNode):
-        return "return" + (" error" if node.status == "error" else "")
-    if isinstance(node, HandoffNode):
-        return f"handoff: {node.target}" + (" (return)" if node.resume else "")
-    if isinstance(node, EscalateNode):
-        return "escalate" + (f": {node.reason}" if node.reason else "")
-    return node.kind
-
-
 def _step_edges(graph: StepGraph, node_id: str, shown: dict[str, str]) -> list[tuple[str, str]]:
     """(target, label) of each way on from a step, as `successors` finds them (a step that does nothing
     replaced by the step it goes on to), the same target once."""
@@ -723,7 +689,7 @@ def _step_edges(graph: StepGraph, node_id: str, shown: dict[str, str]) -> list[t
 
     if isinstance(node, BranchNode):
         for case in node.cases:
-            add(case.target, shorten(case.condition.source, 26))
+            add(case.target, clip(case.condition.source, 26))
         add(node.otherwise if node.otherwise is not None else node.next, "else")
     elif isinstance(node, JumpNode):
         add(node.target, "")
@@ -736,7 +702,7 @@ def _step_edges(graph: StepGraph, node_id: str, shown: dict[str, str]) -> list[t
         for target in successors(graph, node_id):
             add(target, "")
     wanted = [shown[t] for t in successors(graph, node_id)]
-    return [(t, shorten(" / ".join(found[t]), 30)) for t in dict.fromkeys(wanted) if t in found]
+    return [(t, clip(" / ".join(found[t]), 30)) for t in dict.fromkeys(wanted) if t in found]
 
 
 def _passing(graph: StepGraph, node_id: str) -> bool:
@@ -784,7 +750,7 @@ def flow_panel(program: Program, name: str, graph: StepGraph, title: str) -> Pan
         lines = [(line, 11.0, False, "#111111") for line in wrap(text, 30, 3 if node.kind == "say" else 2)]
         tags = [t for t in label_of.get(node_id, []) if not (isinstance(node, JumpNode) and t == node.target_name)]
         if tags:
-            lines.insert(0, (shorten(", ".join(tags), 34), 9.5, True, "#1f4e8c"))
+            lines.insert(0, (clip(", ".join(tags), 34), 9.5, True, "#1f4e8c"))
         shape = {"say": "round", "branch": "hex", "return": "pill", "jump": "pill"}.get(node.kind, "rect")
         red = node_id in loop_nodes
         where = f"line {node.span.line}: " if node.span and node.span.line else ""
@@ -808,7 +774,7 @@ def flow_panel(program: Program, name: str, graph: StepGraph, title: str) -> Pan
                            f"{step_text(graph, node_id)[:60]} -> {step_text(graph, target)[:60]}"))
     notes = []
     for path in loops:
-        steps = " -> ".join(shorten(step_text(graph, n), 28) for n in path)
+        steps = " -> ".join(clip(step_text(graph, n), 28) for n in path)
         notes.append((f"loop ({FLOW_LOOP}), no user step and no tries: bound: {steps}", RED))
     return _panel(title, shapes, pairs, labels, styles, notes, min_width=360.0)
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
 
@@ -40,12 +40,20 @@ from frontdesk.ir.models import (
     Program,
     ReasoningAgent,
     RouterAgent,
-    SayNode,
     StepGraph,
 )
 from frontdesk.ir.walk import nodes_in, refs_in
 
-from .agentgraph import AgentEdge, agent_graph, sentences, waits_for_user
+from .agentgraph import (
+    AgentEdge,
+    agent_graph,
+    clip,
+    file_lines,
+    first_line,
+    sentences,
+    step_text,
+    waits_for_user,
+)
 from .calls import strongly_connected
 from .reachability import reachable_from, successors
 
@@ -189,21 +197,10 @@ def check_agent_cycles(program: Program, edges: list[AgentEdge], bag: Diagnostic
 
 
 def _describe_node(graph: StepGraph, node_id: str) -> str:
+    """`line N` (or the step's id) and the step in words, with its label if it has one."""
     node = graph.nodes[node_id]
     label = next((name for name, target in graph.labels.items() if target == node_id), None)
-    if isinstance(node, SayNode):
-        text = " ".join(node.text.source.split())
-        what = f"bot: \"{text[:60]}{'…' if len(text) > 60 else ''}\""
-    elif isinstance(node, JumpNode):
-        what = f"next: {node.target_name}"
-    elif isinstance(node, InvokeNode):
-        what = f"call: {node.target}"
-    elif isinstance(node, BranchNode):
-        what = "if: " + " / ".join(c.condition.source for c in node.cases)
-    elif isinstance(node, AssignNode):
-        what = "set: " + ", ".join(a.target.name for a in node.assignments)
-    else:
-        what = node.kind
+    what = clip(step_text(graph, node_id), 80)
     if label and not isinstance(node, JumpNode):
         what = f"label {label}: {what}"
     line = f"line {node.span.line}" if node.span and node.span.line else node_id
@@ -305,9 +302,7 @@ def step_span(agent_span: Span | None, step: str) -> Span | None:
     """Where an ABL FLOW step is written (`  step:` under FLOW: in the agent's file); None if not found."""
     if agent_span is None or not agent_span.file:
         return None
-    from .agentgraph import _file_lines
-
-    lines = _file_lines(agent_span.file)
+    lines = file_lines(agent_span.file)
     start = next((i for i, line in enumerate(lines) if i >= agent_span.line - 1 and line.startswith("FLOW:")), None)
     if start is None:
         return None
@@ -579,18 +574,14 @@ def check_session_values(program: Program, bag: DiagnosticBag) -> None:
 
 
 def _word_span(agent_span: Span | None, word: str) -> Span | None:
-    """The first line of the agent's file, from its header on, where `word` is written."""
-    if agent_span is None or not agent_span.file:
-        return agent_span
-    from .agentgraph import _file_lines
-
+    """The first line of the agent's file, from its header on, where `word` is written (outside a comment)."""
     pattern = re.compile(rf"(?<![\w.]){re.escape(word)}(?![\w])")
-    lines = _file_lines(agent_span.file)
-    for number, line in enumerate(lines[max(agent_span.line - 1, 0):], start=max(agent_span.line, 1)):
+
+    def column_of(line: str) -> int | None:
         found = pattern.search(line.split("#", 1)[0])
-        if found:
-            return Span(file=agent_span.file, line=number, column=found.start() + 1)
-    return agent_span
+        return found.start() + 1 if found else None
+
+    return first_line(agent_span, column_of)
 
 
 # ---- tools ----------------------------------------------------------------------------------------------
@@ -661,8 +652,4 @@ def check_gather_fields(program: Program, bag: DiagnosticBag) -> None:
                                    "add it to a step's GATHER list, or remove the field"))
 
 
-def codes_in(diags: Iterable[Diagnostic]) -> list[str]:
-    return [d.code for d in diags]
-
-
-__all__ = ["CODES", "Span", "agent_cycles", "flow_loops", "lint_program", "reachable_from"]
+__all__ = ["CODES", "agent_cycles", "flow_loops", "lint_program"]
