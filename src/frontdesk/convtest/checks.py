@@ -101,13 +101,7 @@ def _text(value: Any) -> str:
 def arg_targets(program, name: str, variables: dict[str, dict[str, Any]] | None = None) -> list[tuple[str, str]]:
     """Where the argument `name` (or `scope.name`) lives: each agent declaring it (through what it is bound
     to), and any scope of the session that holds a value by that name; ABL's `session` scope otherwise."""
-    def bound(scope: str, arg: str) -> tuple[str, str]:
-        agent = program.agents.get(scope)
-        declared = next((a for a in agent.args if a.name == arg), None) if agent is not None else None
-        if declared is not None and declared.bound_to is not None:
-            return declared.bound_to.scope, declared.bound_to.name
-        return scope, arg
-
+    bound = program.slot_of
     if "." in name:
         scope, arg = name.split(".", 1)
         return [bound(scope, arg)]

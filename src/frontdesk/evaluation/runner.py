@@ -105,12 +105,11 @@ def slot_resolver(program: Program) -> Callable[[str], tuple[str, str]]:
     one agent (or one binding) has; ABL's shared fields live under `session`."""
 
     def follow(scope: str, name: str) -> tuple[str, str]:
-        for _ in range(16):
-            agent = program.agents.get(scope)
-            arg = next((a for a in agent.args if a.name == name), None) if agent is not None else None
-            if arg is None or arg.bound_to is None:
-                return scope, name
-            scope, name = arg.bound_to.scope, arg.bound_to.name
+        for _ in range(16):  # a binding to an argument that is bound in turn
+            slot = program.slot_of(scope, name)
+            if slot == (scope, name):
+                return slot
+            scope, name = slot
         return scope, name
 
     def resolve(key: str) -> tuple[str, str]:

@@ -628,6 +628,16 @@ class Program(IRModel):
     def agent(self, name: str):
         return self.agents[name]
 
+    def slot_of(self, scope: str, name: str) -> tuple[str, str]:
+        """Where agent `scope`'s argument `name` lives in the session's variables: its own variable, or the
+        one it is bound to (an ADL `ref` to a router's argument, an ABL field in shared session memory)."""
+        agent = self.agents.get(scope)
+        if agent is not None:
+            arg = next((a for a in agent.args if a.name == name), None)
+            if arg is not None and arg.bound_to is not None:
+                return arg.bound_to.scope, arg.bound_to.name
+        return scope, name
+
 
 for _m in (ExprCondition, Assignment, ArgValue):
     _m.model_rebuild()

@@ -314,12 +314,7 @@ class TurnContext:
 
     def _slot(self, scope: str, name: str) -> tuple[str, str]:
         """Where an agent's argument lives: its own variable, or the one it is bound to."""
-        agent = self.program.agents.get(scope)
-        if agent is not None:
-            arg = next((a for a in agent.args if a.name == name), None)
-            if arg is not None and arg.bound_to is not None:
-                return arg.bound_to.scope, arg.bound_to.name
-        return scope, name
+        return self.program.slot_of(scope, name)
 
     def result_of(self, scope: str) -> ResultRecord:
         return self.state.results.setdefault(scope, ResultRecord())
