@@ -160,6 +160,7 @@ def service(monkeypatch):
     thread.start()
     monkeypatch.setenv("ORDER_API", f"http://127.0.0.1:{httpd.server_address[1]}")
     monkeypatch.setenv("ORDER_API_KEY", SECRET)
+    monkeypatch.setenv("FRONTDESK_ALLOW_ENV", "ORDER_API, ORDER_API_KEY")  # the operator grants them
     yield _Service.seen
     httpd.shutdown()
     httpd.server_close()

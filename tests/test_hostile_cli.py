@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -223,7 +224,7 @@ def test_the_users_key_is_not_sent_to_a_programs_endpoint(workdir):
         (program / "config.yml").write_text(f"llm:\n  base_url: {server.url}\n", encoding="utf-8")
         for source in BOOKSTORE.glob("*.py"):
             (program / source.name).write_text(source.read_text(encoding="utf-8"), encoding="utf-8")
-        (program / "policies").symlink_to(BOOKSTORE / "policies")
+        shutil.copytree(BOOKSTORE / "policies", program / "policies")  # a link out of the folder is refused
         result = frontdesk("chat", str(program), "--store", "memory", "--no-embeddings", cwd=workdir,
                            stdin="How much is shipping?\n", env={"FRONTDESK_LLM_API_KEY": "sk-USER-SECRET"})
     finally:

@@ -56,6 +56,17 @@ main:
     - user
 """
 
+# An ADL program that answers every message: a long session.
+ECHO = """
+main:
+  type: flow agent
+  steps:
+    - label: again
+    - user
+    - bot: "Noted."
+    - next: again
+"""
+
 # An ABL agent whose message carries a button and a select.
 PICKER = """AGENT: Picker
 GOAL: "Let the user pick"
@@ -125,7 +136,10 @@ def programs(tmp_path_factory):
     (markup / "agents.yml").write_text(textwrap.dedent(MARKUP), encoding="utf-8")
     picker = tmp_path_factory.mktemp("picker")
     (picker / "picker.agent.abl").write_text(PICKER, encoding="utf-8")
-    yield {"hotel": _hotel(tmp_path_factory.mktemp("examples")), "markup": _load(markup), "picker": _load(picker)}
+    echo = tmp_path_factory.mktemp("echo")
+    (echo / "agents.yml").write_text(textwrap.dedent(ECHO), encoding="utf-8")
+    yield {"hotel": _hotel(tmp_path_factory.mktemp("examples")), "markup": _load(markup), "picker": _load(picker),
+           "echo": _load(echo)}
     if before is None:
         os.environ.pop("FRONTDESK_EXAMPLE_DB_DIR", None)
     else:
@@ -388,6 +402,25 @@ def test_a_reload_keeps_the_token_and_the_conversation(page):
     expect(bot(page, "second")).to_be_visible()
     say(page, "again")
     expect(bot(page, "third")).to_be_visible()
+
+
+def test_a_long_session_comes_back_with_its_last_turns_only(page, server):
+    session_id = start(page, "echo")
+    for n in range(1, 61):  # sent elsewhere: 60 turns
+        reply = httpx.post(f"{server.url}/v1/sessions/{session_id}/messages", json={"text": f"m{n}"},
+                           headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30)
+        assert reply.status_code == 200, reply.text
+    expect(page.locator(".msg.user .bubble").last).to_have_text("m60")
+    asked: list[str] = []
+    page.on("request", lambda request: asked.append(request.url) if "/trace" in request.url else None)
+    page.reload()
+    expect(page.locator(".note", has_text="Conversation restored")).to_be_visible()
+    expect(page.locator(".note", has_text="11 earlier turns not shown")).to_be_visible()
+    expect(page.locator(".msg.user .bubble").first).to_have_text("m11")
+    expect(page.locator(".msg.user .bubble")).to_have_count(50)
+    assert asked and all(re.search(r"[?&](limit=1|from_turn=11)\b", url) for url in asked), asked
+    page.click("[data-trace-turn='60']")
+    expect(trace_rows(page, "user_message")).to_contain_text("m60")
 
 
 def test_a_token_in_the_address_is_taken_and_hidden(browser, server):

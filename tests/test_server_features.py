@@ -62,7 +62,8 @@ def client_for(programs: dict, store=None, sources=None, **settings) -> TestClie
             assert program is not None, [d.format() for d in diags]
         loaded[name] = program
     app = create_app(loaded, store or MemorySessionStore(), None,
-                     ServerSettings(tokens={TOKEN: "alice"}, **settings), sources=sources)
+                     ServerSettings(tokens={TOKEN: "alice"}, operators={TOKEN}, **settings),  # alice may reload
+                     sources=sources)
     return TestClient(app)
 
 

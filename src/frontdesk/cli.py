@@ -31,6 +31,12 @@ out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
+ALLOW_ENV_HELP = ("An environment variable the program may read (repeatable; * and ? patterns; FRONTDESK_* "
+                  "never). Added to FRONTDESK_ALLOW_ENV; see docs/security.md.")
+ALLOW_PATH_HELP = ("A folder outside its own the program may use files from (repeatable). Added to "
+                   "FRONTDESK_ALLOW_PATH.")
+
+
 def styled(*parts: str | tuple[str, str]) -> Text:
     """Text from plain strings and (text, style) pairs; nothing in them is read as markup."""
     return Text.assemble(*parts)
@@ -89,6 +95,13 @@ def _load(program_path: str, quiet_warnings: bool = False, entry: str | None = N
     return program, diags
 
 
+def _grant(allow_env: list[str], allow_path: list[str]) -> None:
+    """The operator's --allow-env and --allow-path for the programs this command runs (frontdesk.access)."""
+    from frontdesk.access import grant
+
+    grant(allow_env, allow_path)
+
+
 def _open_store(url: str):
     from frontdesk.store import open_store
 
@@ -109,8 +122,12 @@ def check(
                               "flows, and for labels, arguments, tools and fields never used (default: on)."),
     llm_review: bool = typer.Option(False, "--llm", help="Also ask the configured LLM endpoint whether the program "
                                     "has an infinite loop (the ADL paper's question) and show its answer."),
+    allow_env: list[str] = typer.Option([], "--allow-env", metavar="NAME", help=ALLOW_ENV_HELP),
+    allow_path: list[str] = typer.Option([], "--allow-path", metavar="DIR", help=ALLOW_PATH_HELP),
 ) -> None:
-    """Report every problem in a program (ADL or ABL) with file, line, column, code and hint."""
+    """Report every problem in a program (ADL or ABL) with file, line, column, code and hint, and the
+    environment variables it reads (FD061-FD063)."""
+    _grant(allow_env, allow_path)
     prog, diags = _load_program(program, entry)
     if prog is not None and deep and not any(d.is_error for d in diags):
         from frontdesk.analysis import with_analysis
@@ -129,11 +146,24 @@ def check(
         if review is not None:
             err.print(Text(f"LLM review ({review['model']}), beside the findings above:", style="bold"))
             err.print(Text(review["answer"]))
+        if prog is not None:
+            _print_env_reads(prog)
         agents = len(prog.agents) if prog else 0
         err.print(Text(f"{program}: {errors} error{'s' if errors != 1 else ''}, "
                        f"{warnings} warning{'s' if warnings != 1 else ''}, {agents} agents",
                        style="red" if errors else "green"))
     raise typer.Exit(1 if errors or prog is None else 0)
+
+
+def _print_env_reads(prog) -> None:
+    """The environment variables the program reads, each with whether it may (docs/security.md)."""
+    from frontdesk.access import env_reads, env_refusal, is_own
+
+    names = sorted(env_reads(prog))
+    if names:
+        said = [f"{n} ({'never readable' if is_own(n) else 'not granted' if env_refusal(n) else 'granted'})"
+                for n in names]
+        err.print(Text(f"environment variables the program reads: {', '.join(said)}"))
 
 
 def _llm_review(prog) -> dict:
@@ -327,12 +357,16 @@ def chat(
     orchestration: Optional[str] = typer.Option(None, "--orchestration", help="How ensembles and supervisors "
                                                 "orchestrate their members, overriding the program: adaptive (the "
                                                 "default), proactive, merging, autonomous, first-success, best-of-n."),
+    allow_env: list[str] = typer.Option([], "--allow-env", metavar="NAME", help=ALLOW_ENV_HELP),
+    allow_path: list[str] = typer.Option([], "--allow-path", metavar="DIR", help=ALLOW_PATH_HELP),
 ) -> None:
     """Chat with a program in the terminal (reads lines from stdin when it is not a terminal)."""
+    _grant(allow_env, allow_path)
     from frontdesk.app import knowledge_for
     from frontdesk.llm import ScriptError
     from frontdesk.progress import IndexProgressBar
     from frontdesk.runtime.engine import Engine, SessionNotFound
+    from frontdesk.runtime.usertext import text_problem
     from frontdesk.testing import ConversationRun, clock_for
 
     prog, _ = _load(program)
@@ -360,6 +394,9 @@ def chat(
                         clock=clock, orchestration=orchestration)
     interactive = sys.stdin.isatty() and script is None
     inputs = list((spec or {}).get("user") or []) if script else None
+    with contextlib.suppress(AttributeError, ValueError, OSError):
+        # bytes that are not UTF-8 arrive as lone surrogates, which text_problem refuses, not as a traceback
+        sys.stdin.reconfigure(errors="surrogateescape")  # type: ignore[union-attr]
     turns = []
 
     def show(result) -> None:
@@ -414,7 +451,12 @@ def chat(
                 if not text:
                     break
                 text = text.rstrip("\n")
-                out.print(styled(("you>", "bold"), " ", text))
+                if text_problem(text) is None:  # a line that cannot be sent is not shown either (below)
+                    out.print(styled(("you>", "bold"), " ", text))
+            problem = text_problem(text)
+            if problem is not None:  # bytes that are not UTF-8, a NUL: the session could not keep it
+                _note(f"that line was not sent: {problem}", "refused:")
+                continue
             if text.strip() in ("/quit", "/exit"):
                 break
             if not text.strip():
@@ -532,11 +574,13 @@ def trace_(
     store: str = typer.Option(None, "--store", help="Session store: a SQLite path or 'memory'."),
     as_json: bool = typer.Option(False, "--json", help="Print the events as JSON lines."),
     full: bool = typer.Option(False, "--full", help="Include LLM prompts in full."),
+    turn: str = typer.Option(None, "--turn", help="Only these turns: N, or FIRST-LAST (either end may be left out)."),
 ) -> None:
     """Print every event of a session: agents chosen, conditions, tool and LLM calls, messages."""
     session_store = _open_store(store or _default_store())
+    first, last = _turn_range(turn)
     try:
-        events = session_store.events(session)
+        events = session_store.events(session) if turn is None else _turn_events(session_store, session, first, last)
     except StoreError as exc:
         _error(str(exc))
         raise typer.Exit(2)
@@ -566,6 +610,35 @@ def trace_(
     out.print(Text(f"{len(events)} events, {calls} LLM calls, {tokens} tokens"))
 
 
+def _turn_range(text: str | None) -> tuple[int | None, int | None]:
+    """`--turn` as (first, last): "7" is (7, 7), "3-" is (3, None), "-5" is (None, 5)."""
+    if text is None:
+        return None, None
+    first, dash, last = text.strip().partition("-")
+    try:
+        low = int(first) if first.strip() else None
+        high = (int(last) if last.strip() else None) if dash else low
+    except ValueError:
+        low = high = -1
+    if (low is not None and low < 0) or (high is not None and high < 0) or \
+            (low is not None and high is not None and low > high) or (low is None and high is None):
+        _error(f"--turn {text!r} is not a turn or a range of turns: write 7, 3-9, 3- or -9")
+        raise typer.Exit(2)
+    return low, high
+
+
+def _turn_events(store, session: str, first: int | None, last: int | None) -> list[dict]:
+    """The session's events of turns first..last, read page by page (never the whole log)."""
+    from frontdesk.store.base import trace_page
+
+    events: list[dict] = []
+    after: int | None = 0
+    while after is not None:
+        page, after = trace_page(store, session, after, 5000, first, last)
+        events.extend(page)
+    return events
+
+
 @app.command()
 def serve(
     programs: list[str] = typer.Argument(..., help="Program files or folders; each is served under its name."),
@@ -581,36 +654,53 @@ def serve(
     max_turns: int = typer.Option(500, "--max-turns", help="Turns a session may take."),
     idle_expiry: float = typer.Option(0, "--expire-idle", help="Delete sessions idle this many seconds (0: keep)."),
     tokens_file: Optional[Path] = typer.Option(None, "--tokens-file", help="API tokens, one per line "
-                                               "(name=token names its user); added to FRONTDESK_API_TOKENS."),
+                                               "(name=token names its user; operator:name=token an operator, "
+                                               "who may reload programs); added to FRONTDESK_API_TOKENS."),
     orchestration: Optional[str] = typer.Option(None, "--orchestration", help="How ensembles and supervisors "
                                                 "orchestrate their members, overriding the program: adaptive (the "
                                                 "default), proactive, merging, autonomous, first-success, best-of-n."),
+    allow_env: list[str] = typer.Option([], "--allow-env", metavar="NAME", help=ALLOW_ENV_HELP),
+    allow_path: list[str] = typer.Option([], "--allow-path", metavar="DIR", help=ALLOW_PATH_HELP),
 ) -> None:
     """Serve programs over HTTP: a web chat at /, the JSON API under /v1 (server-sent events), /metrics.
 
     API tokens come from FRONTDESK_API_TOKENS (comma-separated, each a user); with none set, a token
-    is made for this run and printed."""
+    is made for this run and printed. Operator tokens, which may also reload programs, come from
+    FRONTDESK_OPERATOR_TOKENS and `operator:` lines of --tokens-file."""
     import secrets
 
-    from frontdesk.server.auth import STRATEGIES, TOKENS_ENV, ServerSettings, tokens_from_env, tokens_from_file
+    from frontdesk.server.auth import (
+        STRATEGIES,
+        TOKENS_ENV,
+        ServerSettings,
+        operator_tokens_from_env,
+        read_tokens_file,
+        tokens_from_env,
+    )
     from frontdesk.server.observability import configure_json_logging
 
+    _grant(allow_env, allow_path)
     if strategy not in STRATEGIES:
         _error(f"--strategy must be one of {', '.join(STRATEGIES)}, not {strategy!r}")
         raise typer.Exit(2)
     _check_orchestration(orchestration)
     made_token = None
     tokens = tokens_from_env()
+    operators = operator_tokens_from_env()
+    tokens.update(operators)
+    operator_tokens = set(operators)
     if tokens_file is not None:
         try:
-            tokens.update(tokens_from_file(tokens_file))
+            from_file, file_operators = read_tokens_file(tokens_file)
+            tokens.update(from_file)
+            operator_tokens |= file_operators
         except (OSError, ValueError) as exc:
             _error(f"--tokens-file: {exc}")
             raise typer.Exit(2)
     if not tokens:
         made_token = secrets.token_urlsafe(18)
         tokens = tokens_from_env(made_token)
-    settings = ServerSettings(tokens=tokens, max_message_chars=max_message_chars, max_turns=max_turns,
+    settings = ServerSettings(tokens=tokens, operators=operator_tokens, max_message_chars=max_message_chars, max_turns=max_turns,
                               strategy=strategy, expire_idle_after=idle_expiry, orchestration=orchestration)
     loaded, sources = {}, {}
     for given in programs:

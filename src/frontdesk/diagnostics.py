@@ -58,18 +58,25 @@ class Diagnostic:
             "notes": list(self.notes),
         }
 
-    def format(self, source_text: str | None = None) -> str:
-        """Render as `file:line:col: severity[CODE]: message`, the source line, a caret and the hint."""
+    def format(self, source_text: str | None = None, *, source_lines: list[str] | None = None) -> str:
+        """Render as `file:line:col: severity[CODE]: message`, the source line, a caret and the hint.
+
+        `source_lines` (the file already split into lines) spares splitting the whole text again for
+        every diagnostic of a file; `format_all` passes it."""
         where = f"{self.span}: " if self.span and self.span.line else (f"{self.span.file}: " if self.span else "")
         out = [f"{where}{self.severity.value}[{self.code}]: {self.message}"]
-        if self.span and self.span.line and source_text is not None:
-            lines = source_text.splitlines()
+        if source_lines is None and source_text is not None:
+            source_lines = source_text.splitlines()
+        if self.span and self.span.line and source_lines is not None:
+            lines = source_lines
             if 0 < self.span.line <= len(lines):
-                text = _printable(lines[self.span.line - 1])
+                text = lines[self.span.line - 1]
                 column = max(0, self.span.column - 1)
-                if len(text) > _EXCERPT_WIDTH:  # a window around the column, not a megabyte of one line
+                if len(text) <= _EXCERPT_WIDTH:
+                    text = _printable(text)
+                else:  # a window around the column, not a megabyte of one line (made printable alone)
                     start = max(0, min(column - _EXCERPT_WIDTH // 2, len(text) - _EXCERPT_WIDTH))
-                    window = text[start:start + _EXCERPT_WIDTH]
+                    window = _printable(text[start:start + _EXCERPT_WIDTH])
                     prefix = "…" if start > 0 else ""
                     text = prefix + window + ("…" if start + _EXCERPT_WIDTH < len(text) else "")
                     column = column - start + len(prefix)
@@ -139,19 +146,21 @@ def did_you_mean(word: str, candidates: Iterable[str]) -> str | None:
 
 
 def format_all(diags: Iterable[Diagnostic]) -> str:
-    """Format diagnostics, reading each file once for the source excerpts (none for unreadable files)."""
-    cache: dict[str, str | None] = {}
+    """Format diagnostics, reading and splitting each file once for the source excerpts (none for
+    unreadable files): the time grows with the file plus the diagnostics, not their product."""
+    cache: dict[str, list[str] | None] = {}
     parts = []
     for d in diags:
-        text = None
+        lines = None
         if d.span and d.span.file:
             if d.span.file not in cache:
                 try:
-                    cache[d.span.file] = read_source_bytes(Path(d.span.file)).decode("utf-8", errors="replace")
+                    text = read_source_bytes(Path(d.span.file)).decode("utf-8", errors="replace")
+                    cache[d.span.file] = text.splitlines()
                 except SourceReadError:
                     cache[d.span.file] = None
-            text = cache[d.span.file]
-        parts.append(d.format(text))
+            lines = cache[d.span.file]
+        parts.append(d.format(source_lines=lines))
     return "\n\n".join(parts)
 
 

@@ -36,6 +36,12 @@ def test_command(
     output: Annotated[Path | None, typer.Option(
         "-o", "--output", help="With --from-rasa: the file to write (a folder for a folder of Rasa files; "
                                "default: standard output).")] = None,
+    allow_env: Annotated[list[str] | None, typer.Option(
+        "--allow-env", metavar="NAME", help="An environment variable the program may read (repeatable; * and ? "
+                                            "patterns; FRONTDESK_* never). Added to FRONTDESK_ALLOW_ENV.")] = None,
+    allow_path: Annotated[list[str] | None, typer.Option(
+        "--allow-path", metavar="DIR", help="A folder outside its own the program may use files from "
+                                            "(repeatable). Added to FRONTDESK_ALLOW_PATH.")] = None,
 ) -> None:
     """Run conversation tests: each case's user turns through the program with a scripted model, checking
     what the bot says and does. Exit status 1 when a case fails, 2 when a test file cannot be read."""
@@ -43,6 +49,9 @@ def test_command(
         from frontdesk.convtest.rasa import rasa_command
 
         raise typer.Exit(rasa_command(from_rasa, output, program))
+    from frontdesk.access import grant
     from frontdesk.convtest.report import run_command
+
+    grant(allow_env or [], allow_path or [])
 
     raise typer.Exit(run_command(paths or ["."], keyword, program, junit, fail_fast, verbose))

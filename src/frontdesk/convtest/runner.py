@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from frontdesk.access import granting
 from frontdesk.diagnostics import Span
 
 from .checks import (
@@ -156,16 +157,17 @@ def conversation_engine(case: TestCase, program, llm, store, **engine_args):
 
 @contextlib.contextmanager
 def case_environment(case: TestCase) -> Iterator[None]:
-    """The case's `env:` set (and put back after); `{tmp}` a folder removed afterwards."""
+    """The case's `env:` set and granted to the program (and put back after); `{tmp}` a folder removed afterwards."""
     if not case.env:
         yield
         return
     tmp = tempfile.mkdtemp(prefix="frontdesk-test-")
     saved = {name: os.environ.get(name) for name in case.env}
     try:
-        for name, value in case.env.items():
-            os.environ[name] = value.replace("{tmp}", tmp).replace("{here}", str(case.path.resolve().parent))
-        yield
+        with granting(case.env):  # the program may read what the test itself sets (never FRONTDESK_*)
+            for name, value in case.env.items():
+                os.environ[name] = value.replace("{tmp}", tmp).replace("{here}", str(case.path.resolve().parent))
+            yield
     finally:
         for name, value in saved.items():
             if value is None:

@@ -43,6 +43,12 @@ def eval_command(
                       "(as for chat).")] = "auto",
     only: Annotated[list[str] | None, typer.Option(
         "--scenario", help="Run only this scenario (repeatable).")] = None,
+    allow_env: Annotated[list[str] | None, typer.Option(
+        "--allow-env", metavar="NAME", help="An environment variable the program may read (repeatable; * and ? "
+                                            "patterns; FRONTDESK_* never). Added to FRONTDESK_ALLOW_ENV.")] = None,
+    allow_path: Annotated[list[str] | None, typer.Option(
+        "--allow-path", metavar="DIR", help="A folder outside its own the program may use files from "
+                                            "(repeatable). Added to FRONTDESK_ALLOW_PATH.")] = None,
 ) -> None:
     """Evaluate a program with simulated users: scenarios (a persona with goals) and evaluators (rules or an
     LLM judge); a table, and optionally HTML and JSON reports. Exit status: 0 all passed (or, with
@@ -50,8 +56,11 @@ def eval_command(
     from rich.console import Console
     from rich.text import Text
 
+    from frontdesk.access import grant
     from frontdesk.diagnostics import format_all
     from frontdesk.evaluation.scenarios import load_scenarios
+
+    grant(allow_env or [], allow_path or [])
 
     err = Console(stderr=True, highlight=False, soft_wrap=True)
 

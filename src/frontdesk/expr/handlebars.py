@@ -36,6 +36,9 @@ _EACH_LOCALS = ("@index", "@first", "@last")
 _AS_BLOCK_PARAM = re.compile(r"^(?P<items>.*?)\s+as\s+\|\s*(?P<var>[^\W\d]\w*)\s*\|\s*$", re.DOTALL)
 _PARENT = re.compile(r"(?<![\w.])\.\./")
 _BLOCKS = ("each", "if", "unless")
+# Blocks ({{#if}}, {{#each}}, {{#unless}}) open at once: the template becomes nested IR parts that
+# walking, checking, rendering and JSON all follow recursively, so deeper nesting is refused here.
+MAX_BLOCK_DEPTH = 64
 
 
 @dataclass
@@ -91,7 +94,8 @@ def parse_handlebars(text: str, agent: str = "", *, paths: PathMode = "flat",
     _strip_standalone(items)
     options: dict[str, Any] = {"paths": paths}
     if dialect == "abl":
-        options = {"dialect": "abl", "memory_paths": memory_paths, "tools": tuple(tools)}
+        options = {"dialect": "abl", "memory_paths": memory_paths,
+                   "tools": tools if isinstance(tools, frozenset) else frozenset(tools)}
     return Template(source=text, parts=_Builder(agent, options, frozenset(locals)).build(items))
 
 
@@ -229,6 +233,9 @@ class _Builder:
             raise TemplateSyntaxError(f"unsupported block '{shown}'", tag.column,
                                       hint="use {{#each list}}, {{#if condition}} or {{#unless condition}}")
         assert found is not None
+        if len(self.stack) > MAX_BLOCK_DEPTH:
+            raise TemplateSyntaxError(f"blocks are nested more than {MAX_BLOCK_DEPTH} deep", tag.column,
+                                      hint="flatten the template: combine conditions with && or split it")
         offset = tag.inner.index(word) + found.end()
         rest = tag.inner[offset:]
         at = tag.inner_at + offset

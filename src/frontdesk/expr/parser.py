@@ -189,6 +189,12 @@ class AblNames:
 
     @staticmethod
     def make(memory_paths: Mapping[str, str] | Iterable[str] | None, tools: Iterable[str]) -> AblNames:
+        if isinstance(memory_paths, frozenset) and isinstance(tools, frozenset):
+            return _abl_names(memory_paths, tools)  # a front end asks with the same sets for each expression
+        return AblNames._made(memory_paths, tools)
+
+    @staticmethod
+    def _made(memory_paths: Mapping[str, str] | Iterable[str] | None, tools: Iterable[str]) -> AblNames:
         paths: dict[str, str] | None = None
         if memory_paths is not None:
             if isinstance(memory_paths, Mapping):
@@ -199,6 +205,11 @@ class AblNames:
                     root = str(path).split(".", 1)[0]
                     paths[str(path)] = MEMORY_ROOTS.get(root, "user")
         return AblNames(paths, frozenset(tools))
+
+
+@lru_cache(maxsize=16)
+def _abl_names(memory_paths: frozenset[str], tools: frozenset[str]) -> AblNames:
+    return AblNames._made(memory_paths, tools)
 
 
 _REGEX_LITERAL = re.compile(r"(?<![\w.])(matches|MATCHES)(\s+)/((?:[^/\\\n]|\\.)+)/([a-z]*)")
@@ -488,12 +499,13 @@ def _parse(text: str, agent: str, what: str, locals: Iterable[str] = (), paths: 
             raise ExprSyntaxError(f"the {what} is empty", 1)
     parser = _abl_lark() if abl is not None else _lark()
     try:
-        tokens = list(parser.lex(text))
-    except UnexpectedCharacters as err:
-        raise _bad_character(text, err.pos_in_stream) from None
-    try:
         tree = parser.parse(text)
     except UnexpectedInput as err:
+        # the tokens only say what went wrong; lark builds a lexer for each lex(), so only then
+        try:
+            tokens = list(parser.lex(text))
+        except UnexpectedCharacters as bad:
+            raise _bad_character(text, bad.pos_in_stream) from None
         raise _unexpected_token(text, tokens, err, what) from None
     _check_depth(tree)
     return _Converter(agent, frozenset(locals), paths, abl, patterns).convert(tree)

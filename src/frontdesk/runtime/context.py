@@ -16,6 +16,7 @@ from frontdesk.llm.base import LLM, LLMError, LLMRequest, LLMResponse, message_r
 from frontdesk.nlu.base import Decision, Option, Thresholds, Understanding
 from frontdesk.runtime.events import EventLog
 from frontdesk.runtime.pipeline import PendingToolCall, Pipeline
+from frontdesk.runtime.usertext import keepable
 from frontdesk.runtime.state import (
     Frame,
     HistoryItem,
@@ -215,6 +216,9 @@ class TurnContext:
     # the router's orchestration strategy at work in this turn (runtime/orchestration.py): "speculative" in
     # a best-of-n / first-success candidate's own context, "guarded" once the input guardrails passed, ...
     orchestration: dict = field(default_factory=dict)
+    # a fan_out task's own context (runtime/fanout.py): its agents never wait for the user, so an LLM agent
+    # whose model fails ends with an error for the calling model rather than waiting for a retry
+    task: bool = False
 
     def new_frame_id(self) -> str:
         fid = f"f{self.state.next_frame}"
@@ -526,6 +530,7 @@ class TurnContext:
                           duration_ms=round((time.perf_counter() - started) * 1000, 1))
             raise
         duration_ms = round((time.perf_counter() - started) * 1000, 1)
+        response = _keepable_response(response)
         # a best-of-n / first-success draft's call (for traces, and the cost benchmark, which models drafts
         # as concurrent); or one of the chosen draft's answers replayed: no call was made, nothing is counted
         drafted = self.orchestration.get("draft")
@@ -720,3 +725,14 @@ class TurnContext:
             self.log.emit("error", caller, where=f"tool {tool}", message=result.error)
         return result
 
+
+
+def _keepable_response(response: LLMResponse) -> LLMResponse:
+    """The model's answer with its text made keepable (usertext.keepable): a lone surrogate or a NUL that
+    a model wrote (a JSON "\\ud800" escape) must not reach a bot message, a tool or the store."""
+    content = keepable(response.content)
+    calls = [c.model_copy(update={"name": keepable(c.name), "arguments": keepable(c.arguments)})
+             for c in response.tool_calls]
+    if content == response.content and calls == response.tool_calls:
+        return response
+    return response.model_copy(update={"content": content, "tool_calls": calls})

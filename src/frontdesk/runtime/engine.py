@@ -45,6 +45,7 @@ from frontdesk.runtime.state import (
 )
 from frontdesk.runtime import inactivity
 from frontdesk.runtime.tools import ProgramToolRunner, ToolRunner
+from frontdesk.runtime.usertext import check_text
 from frontdesk.store.base import DEFAULT_LOCK_TIMEOUT, SessionStore
 from frontdesk.store.longterm import DictMemoryStore, MemoryStore
 
@@ -181,7 +182,11 @@ class Engine:
 
     def start(self, session_id: str | None = None, program_label: str = "", user_id: str = "",
               channel: str = "") -> TurnResult:
-        """Create a session and run the program until it first waits for the user."""
+        """Create a session and run the program until it first waits for the user. Text a session cannot
+        keep (a lone surrogate, a NUL) in any argument is an UnkeepableText, and nothing is stored."""
+        for what, given in (("the session id", session_id or ""), ("the program label", program_label),
+                            ("the user id", user_id), ("the channel", channel)):
+            check_text(given, what)
         session_id = session_id or uuid.uuid4().hex[:12]
         with self._session_turn(session_id):
             return self._start_session(session_id, program_label, user_id, channel)
@@ -215,7 +220,9 @@ class Engine:
     def send(self, session_id: str, text: str, preempt: Callable[[], bool] | None = None) -> TurnResult:
         """Run a turn for the user's message. With `preempt` (the `preemptive` strategy), the turn asks it
         before each agent step and LLM call, until a tool has run, whether a newer message supersedes
-        it; if so, the session keeps the message in its history and nothing else of the turn."""
+        it; if so, the session keeps the message in its history and nothing else of the turn. A message a
+        session cannot keep (a lone surrogate, a NUL) is an UnkeepableText before anything is loaded or run."""
+        check_text(text)
         with self._session_turn(session_id):
             return self._send(session_id, text, preempt)
 

@@ -166,7 +166,7 @@ def task_context(ctx: TurnContext, base: SessionState, index: int) -> tuple[Turn
     task_input.state, task_input.holder = given.state, given.holder
     task_input.passed, task_input.used, task_input.also = list(given.passed), given.used, None
     memory = TaskMemory(ctx.memory) if ctx.memory is not None else None
-    task = dataclasses.replace(ctx, state=state, log=log, said=[], input=task_input, memory=memory)
+    task = dataclasses.replace(ctx, state=state, log=log, said=[], input=task_input, memory=memory, task=True)
     rules = getattr(engine, "rules", None)
     if rules is not None:  # lifecycle events of the task's agents drive their MEMORY recall and HOOKS
         rules.attach(task, engine)

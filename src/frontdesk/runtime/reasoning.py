@@ -6,13 +6,15 @@ import json
 from typing import Any
 
 from frontdesk.ir.models import ReasoningAgent
-from frontdesk.llm.base import ChatMessage, LLMError, ToolCall
+from frontdesk.llm.base import ChatMessage, LLMError, LLMResponse, ToolCall
 from frontdesk.runtime import fanout, prompts
 from frontdesk.runtime.context import ChildResult, Outcome, TurnContext
 from frontdesk.runtime.events import register_event_type
 from frontdesk.runtime.policies import (
+    DEFAULT_FALLBACK,
     clear_topic_switch,
     new_frame,
+    policy_message,
     setup_frame,
     switch_candidates,
 )
@@ -133,12 +135,11 @@ class ReasoningExecutor:
             # Before the user has said anything the agent may only talk: no tool runs unasked.
             unasked = not any(m.get("role") == "user" for m in data.messages)
             request = self._request(agent, frame, ctx, about, others, unasked)
-            try:
-                response = ctx.complete(request, agent.name)
-            except LLMError as exc:
-                ctx.log.emit("error", agent.name, where="reasoning", message=str(exc))
-                ctx.say(agent.name, APOLOGY, frame)
-                return Outcome.done("error", f"LLM call failed: {exc}")
+            response = self._ask(agent, ctx, request)
+            if isinstance(response, LLMError):
+                return self._model_failed(agent, frame, ctx, response)
+            if not response.tool_calls and not (response.content or "").strip():
+                return self._no_reply(agent, frame, ctx)
             data.messages.append(ChatMessage(role="assistant", content=response.content,
                                              tool_calls=response.tool_calls).model_dump(exclude_none=True))
             if not response.tool_calls:
@@ -154,6 +155,84 @@ class ReasoningExecutor:
             if outcome is not None:
                 return outcome
         return self._too_many(agent, frame, ctx, limit, about)
+
+    @staticmethod
+    def _ask(agent: ReasoningAgent, ctx: TurnContext, request) -> LLMResponse | LLMError:
+        """One model call of the loop, made again as often as the agent's ON_ERROR handler for model
+        errors says (RETRY); the last failure when every try failed (each is an `error` event)."""
+        handler = model_error_handler(ctx, agent)
+        action = handler.action if handler is not None else None
+        retries = 0 if action is None else action.max_retries if action.max_retries is not None else int(action.retry)
+        failure = LLMError("no call was made")
+        for attempt in range(retries + 1):
+            if attempt:
+                ctx.log.emit("step", agent.name, action="retry after a model error", attempt=attempt,
+                             handler=handler.on if handler is not None else None)
+            try:
+                return ctx.complete(request, agent.name)
+            except LLMError as exc:
+                ctx.log.emit("error", agent.name, where="reasoning", message=str(exc))
+                failure = exc
+        return failure
+
+    def _model_failed(self, agent: ReasoningAgent, frame: Frame, ctx: TurnContext, exc: LLMError) -> Outcome:
+        """The model call failed (an HTTP error, a timeout, an answer that is no answer, tool arguments that
+        are not JSON). The agent's ON_ERROR handler for `llm_error` (else `unknown_error`, `default`) says
+        its words and does what follows; else its fallback policy decides (an agent takes the message
+        over, a text is said); else it apologises. Then it waits: the user's next message runs the loop
+        again (the apology promises a retry), so a flaky model never ends the conversation. In a fan_out
+        task, which never waits, it ends with an error for the calling model."""
+        if ctx.task:
+            ctx.say(agent.name, APOLOGY, frame)
+            return Outcome.done("error", f"LLM call failed: {exc}")
+        handler = model_error_handler(ctx, agent)
+        if handler is None:
+            return self._fall_back(agent, frame, ctx, "the model call failed",
+                                   abl_message(ctx, agent, "llm_error") or policy_text(agent) or APOLOGY)
+        from frontdesk.runtime.rules import action_text, after_error
+
+        action = handler.action
+        ctx.log.emit("step", agent.name, action="error handled", handler=handler.on, error="model call failed")
+        words = action_text(ctx, agent.name, action)
+        if not words and not action.escalate:
+            words = abl_message(ctx, agent, "llm_error") or APOLOGY
+        if words:
+            ctx.say(agent.name, words, frame)
+        if action.escalate:
+            ctx.state.status = "escalated"
+            ctx.log.emit("session_escalated", agent.name, reason=action.escalate_reason or "the model kept failing")
+        after_error(ctx, agent.name, handler, "llm")  # LOG, SET, ASK_USER, THEN DELEGATE / HANDOFF / GOTO
+        frame.waiting = True
+        return Outcome.wait()
+
+    def _no_reply(self, agent: ReasoningAgent, frame: Frame, ctx: TurnContext) -> Outcome:
+        """The model answered with no words and no tool call: rather than a turn with no message, the
+        agent's fallback (ABL MESSAGES `fallback`, or its fallback policy) and it waits for the user."""
+        ctx.log.emit("error", agent.name, where="reasoning", message="the model's reply was empty")
+        if ctx.task:
+            return Outcome.done("error", "the model's reply was empty")
+        return self._fall_back(agent, frame, ctx, "the model's reply was empty",
+                               abl_message(ctx, agent, "fallback") or policy_text(agent) or DEFAULT_FALLBACK)
+
+    @staticmethod
+    def _fall_back(agent: ReasoningAgent, frame: Frame, ctx: TurnContext, reason: str, words: str) -> Outcome:
+        """The agent cannot answer this time: a fallback policy naming an agent hands the conversation (and
+        the message) to it; else the agent says `words`, keeps them in its transcript, and waits for the
+        user's next message."""
+        data: ReasoningData = frame.data  # type: ignore[assignment]
+        data.pending, data.answer = [], {}
+        policy = agent.fallback
+        ctx.log.emit("fallback", agent.name, reason=reason, policy=policy.shown() if policy else None)
+        if policy is not None and policy.kind == "agent" and policy.value in ctx.program.agents \
+                and policy.value != agent.name:
+            target = new_frame(ctx, policy.value)
+            if ctx.input.taken_by(frame):
+                ctx.input.offer(target, f"fallback policy of {agent.name}")
+            return Outcome.transfer(target, message=f"{reason}; its fallback policy hands over to {policy.value}")
+        ctx.say(agent.name, words, frame)
+        data.messages.append({"role": "assistant", "content": words})
+        frame.waiting = True
+        return Outcome.wait()
 
     def _offline(self, agent: ReasoningAgent, frame: Frame, ctx: TurnContext, about) -> Outcome:
         """An ABL reasoning agent with no model configured does what it can by itself: it reads the
@@ -264,21 +343,23 @@ class ReasoningExecutor:
         return request
 
     def _too_many(self, agent: ReasoningAgent, frame: Frame, ctx: TurnContext, limit: int, about) -> Outcome:
-        """The loop ran `limit` model calls without an answer for the user: a fallback reply. An ABL
-        agent then waits for the user (spec: the platform intervenes with a fallback response); an ADL
-        agent ends with an error, as its caller's policies expect."""
+        """The loop ran `limit` model calls without an answer for the user: a fallback reply (ABL MESSAGES
+        `max_iterations`, an ADL agent's fallback policy, else ITERATION_FALLBACK), and the agent waits for
+        the user (spec: the platform intervenes with a fallback response); the conversation goes on. In a
+        fan_out task an ADL agent ends with an error instead, for the calling model."""
         data: ReasoningData = frame.data  # type: ignore[assignment]
         data.pending, data.answer = [], {}
-        rules = owner_rules(ctx.program, agent)
-        text = (rules.messages.get("max_iterations") if rules is not None else None) or (
-            ITERATION_FALLBACK if about is not None else APOLOGY)
+        text = abl_message(ctx, agent, "max_iterations") or policy_text(agent) or ITERATION_FALLBACK
         ctx.log.emit("max_iterations_exceeded", agent.name, limit=limit, reply=text)
         ctx.log.emit("error", agent.name, where="reasoning", message=f"no answer after {limit} model calls")
+        if about is None and ctx.task:
+            ctx.say(agent.name, APOLOGY, frame)
+            return Outcome.done("error", "iteration limit reached")
+        if about is None:
+            return self._fall_back(agent, frame, ctx, f"no answer after {limit} model calls", text)
         ctx.say(agent.name, text, frame)
-        if about is not None:
-            frame.waiting = True
-            return Outcome.wait()
-        return Outcome.done("error", "iteration limit reached")
+        frame.waiting = True
+        return Outcome.wait()
 
     @staticmethod
     def _completed(agent: ReasoningAgent, frame: Frame, ctx: TurnContext, outcome: Outcome | None) -> Outcome | None:
@@ -530,6 +611,37 @@ def _blank(value: Any) -> bool:
 
 
 # ---- ABL reasoning: the agent's context, system tools, gathered fields, limits, compaction, offline ----
+
+
+def abl_message(ctx: TurnContext, agent: ReasoningAgent, name: str) -> str | None:
+    """The agent's MESSAGES text of that name (ABL: `llm_error`, `fallback`, `max_iterations`), rendered, or
+    None; a FLOW step's reasoning agent has its flow agent's."""
+    if owner_rules(ctx.program, agent) is None:
+        return None
+    from frontdesk.runtime.rules import message
+
+    owner = agent.name if agent.rules is not None else agent.name.partition("__")[0]
+    return message(ctx, owner, name, "") or None
+
+
+def policy_text(agent: ReasoningAgent) -> str | None:
+    """The sentence of the agent's fallback policy when it is a text (ADL), else None."""
+    policy = agent.fallback
+    return policy_message(policy) if policy is not None and policy.kind == "text" else None
+
+
+MODEL_ERROR_TYPES = ("llm_error", "unknown_error", "default")  # the ON_ERROR handlers a failed model call goes to
+
+
+def model_error_handler(ctx: TurnContext, agent: ReasoningAgent):
+    """The ON_ERROR handler (ABL) of the agent, or of the flow whose REASONING step it is, for a failed model
+    call: `llm_error`, else `unknown_error`, else `default`; None without one."""
+    rules = owner_rules(ctx.program, agent)
+    for name in MODEL_ERROR_TYPES if rules is not None else ():
+        handler = next((h for h in rules.on_error if h.on == name), None)
+        if handler is not None:
+            return handler
+    return None
 
 
 def owner_rules(program, agent):

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from fastapi import Depends, FastAPI, Request
+from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -28,13 +28,16 @@ from frontdesk.ir.models import Program
 from frontdesk.runtime.engine import Engine, SessionNotFound, TurnResult, hold_session, program_digest
 from frontdesk.runtime.inactivity import longest_silence
 from frontdesk.runtime.events import Event
-from frontdesk.server.auth import ServerSettings
+from frontdesk.runtime.usertext import UnkeepableText, keepable
+from frontdesk.server.auth import OPERATOR_TOKENS_ENV, ServerSettings
 from frontdesk.server.observability import Observability
 from frontdesk.server.web import mount_web
 from frontdesk.server.models import CreateSession, ProgramOut, ReloadOut, SendMessage, SessionOut, TurnOut
-from frontdesk.store.base import ConflictError, LockTimeout, SessionStore, StoreError
+from frontdesk.store.base import ConflictError, LockTimeout, SessionStore, StoreError, trace_page
 
 SYSTEM_KEY = "http_api"  # where the server keeps its per-session bookkeeping in state.system
+TRACE_PAGE = 1000  # events in a page of GET /v1/sessions/{id}/trace unless the client asks for fewer
+TRACE_PAGE_MAX = 5000
 
 
 class ApiError(Exception):
@@ -353,6 +356,14 @@ def create_app(programs: Mapping[str, Program] | Iterable[tuple[str, Program]], 
             raise ApiError(401, "unknown token", None, {"WWW-Authenticate": 'Bearer error="invalid_token"'})
         return user
 
+    def current_operator(request: Request, user: str = Depends(current_user)) -> str:
+        """The user of an operator token; 403 for any other token (docs/security.md)."""
+        token = request.headers.get("authorization", "").partition(" ")[2].strip()
+        if not settings.is_operator(token):
+            raise ApiError(403, "this needs an operator token", {
+                "hint": f"the operator's tokens come from {OPERATOR_TOKENS_ENV} or 'operator:' lines of --tokens-file"})
+        return user
+
     # ---- helpers -------------------------------------------------------------------------------
 
     def owned_state(session_id: str, user: str) -> dict:
@@ -374,11 +385,12 @@ def create_app(programs: Mapping[str, Program] | Iterable[tuple[str, Program]], 
         return engine
 
     def turn_out(result: TurnResult, turn: int, replayed: bool = False) -> dict:
-        return TurnOut(session_id=result.session_id, turn=turn,
+        # keepable: a session stored before user text was checked may still hold a lone surrogate
+        return keepable(TurnOut(session_id=result.session_id, turn=turn,
                        messages=[{"agent": m.agent, "text": m.text, "actions": m.actions} for m in result.messages],
                        events=[e.model_dump(mode="json") for e in result.events], ended=result.ended,
                        active_agent=result.active_agent, replayed=replayed,
-                       preempted=result.preempted).model_dump(mode="json")
+                       preempted=result.preempted).model_dump(mode="json"))
 
     def replay(session_id: str, raw: dict, message_id: str) -> dict | None:
         ids = ((raw.get("system") or {}).get(SYSTEM_KEY) or {}).get("message_ids") or {}
@@ -403,6 +415,8 @@ def create_app(programs: Mapping[str, Program] | Iterable[tuple[str, Program]], 
             return await anyio.to_thread.run_sync(work)
         except SessionNotFound as exc:
             raise ApiError(404, "no such session", str(exc)) from exc
+        except UnkeepableText as exc:  # the request models refuse it first; a library caller's check
+            raise ApiError(422, str(exc)) from exc
 
     def check_message(body: SendMessage) -> None:
         if len(body.text) > settings.max_message_chars:
@@ -437,9 +451,10 @@ def create_app(programs: Mapping[str, Program] | Iterable[tuple[str, Program]], 
         return [program_out(name) for name in engines]
 
     @app.post("/v1/programs/{name}/reload", response_model=ReloadOut, tags=["programs"])
-    async def reload_program(name: str, user: str = Depends(current_user)) -> dict:
+    async def reload_program(name: str, user: str = Depends(current_operator)) -> dict:
         """Compile the program again from its files: new sessions start on the new version, running
-        sessions finish on the one they started with. A program with errors is not loaded (422)."""
+        sessions finish on the one they started with. A program with errors is not loaded (422). Only
+        an operator token may (403 otherwise)."""
         if name not in engines:
             raise ApiError(404, "no such program", {"program": name, "loaded": sorted(engines)})
         if not versions.has_source(name):
@@ -505,6 +520,8 @@ def create_app(programs: Mapping[str, Program] | Iterable[tuple[str, Program]], 
                     return turn_out(result, int(raw.get("turn", 0)) + 1)
             except SessionNotFound as exc:
                 raise ApiError(404, "no such session", str(exc)) from exc
+            except UnkeepableText as exc:  # SendMessage refuses it first: nothing was stored
+                raise ApiError(422, str(exc), {"where": "body.text"}) from exc
             except LockTimeout as exc:
                 raise ApiError(409, "the session is busy with another message; retry shortly", str(exc),
                                {"Retry-After": "1"}) from exc
@@ -676,10 +693,27 @@ def create_app(programs: Mapping[str, Program] | Iterable[tuple[str, Program]], 
         return StreamingResponse(events(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
 
     @app.get("/v1/sessions/{session_id}/trace", tags=["sessions"])
-    async def get_trace(session_id: str, user: str = Depends(current_user)) -> dict:
-        await anyio.to_thread.run_sync(owned_state, session_id, user)
-        events = await anyio.to_thread.run_sync(store.events, session_id)
-        return {"session_id": session_id, "events": events}
+    async def get_trace(session_id: str, user: str = Depends(current_user),
+                        after: int = Query(0, ge=0, description="Skip this many events: the `next` of the page before."),
+                        limit: int = Query(TRACE_PAGE, ge=1, le=TRACE_PAGE_MAX, description="At most this many events."),
+                        turn: int | None = Query(None, ge=0, description="Only this turn's events."),
+                        from_turn: int | None = Query(None, ge=0, description="Only events of this turn and later."),
+                        to_turn: int | None = Query(None, ge=0, description="Only events of this turn and earlier.")
+                        ) -> dict:
+        """A page of the session's events, oldest first: `next` is the `after` of the following page (null
+        on the last); `turn`, or `from_turn`/`to_turn`, keep to a range of turns; `turns` is how many turns
+        the session has had."""
+        if turn is not None:
+            if from_turn is not None or to_turn is not None:
+                raise ApiError(422, "give either turn or from_turn/to_turn, not both", {})
+            from_turn = to_turn = turn
+        if from_turn is not None and to_turn is not None and from_turn > to_turn:
+            raise ApiError(422, "from_turn is after to_turn", {"from_turn": from_turn, "to_turn": to_turn})
+        raw = await anyio.to_thread.run_sync(owned_state, session_id, user)
+        events, following = await anyio.to_thread.run_sync(
+            lambda: trace_page(store, session_id, after, limit, from_turn, to_turn))
+        return {"session_id": session_id, "events": keepable(events), "next": following,
+                "turns": int(raw.get("turn") or 0)}
 
     return app
 
@@ -738,4 +772,5 @@ class BodyLimit:
 
 def _sse(kind: str, data: Any) -> bytes:
     """One server-sent event; the data is one line of JSON."""
-    return f"event: {kind}\ndata: {json.dumps(data, ensure_ascii=False, default=str)}\n\n".encode("utf-8")
+    text = json.dumps(data, ensure_ascii=False, default=str)
+    return f"event: {kind}\ndata: {text}\n\n".encode("utf-8", errors="replace")  # a lone surrogate: "?"

@@ -2,24 +2,39 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic_core import PydanticCustomError
+
+from frontdesk.runtime.usertext import text_problem
+
+
+def _keepable(text: str) -> str:
+    """A client's text a session can keep and send back; else a 422 that says why (runtime/usertext.py)."""
+    problem = text_problem(text)
+    if problem is not None:
+        raise PydanticCustomError("unkeepable_text", "{problem}", {"problem": problem})
+    return text
+
+
+# Text from a client: refused (422, nothing stored, no turn run) when it has a lone surrogate or a NUL.
+ClientText = Annotated[str, AfterValidator(_keepable)]
 
 
 class CreateSession(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    program: str = Field(description="The name of a loaded program (see GET /v1/programs).")
-    channel: str = Field("http", max_length=64)
-    user_id: str | None = Field(None, max_length=200,
-                                description="The end user within the caller's account (memory is kept per user).")
+    program: ClientText = Field(description="The name of a loaded program (see GET /v1/programs).")
+    channel: ClientText = Field("http", max_length=64)
+    user_id: ClientText | None = Field(
+        None, max_length=200, description="The end user within the caller's account (memory is kept per user).")
 
 
 class SendMessage(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    text: str
-    message_id: str | None = Field(None, min_length=1, max_length=200,
-                                   description="A client id: a retry with the same id returns the first result.")
+    text: ClientText
+    message_id: ClientText | None = Field(None, min_length=1, max_length=200,
+                                          description="A client id: a retry with the same id returns the first result.")
 
 
 class Message(BaseModel):

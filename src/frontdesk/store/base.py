@@ -169,8 +169,9 @@ class SessionStore(Protocol):
 
     def events(self, session_id: str) -> list[dict]: ...
 
-    def events_since(self, session_id: str, after: int) -> list[dict]:
-        """The session's events with a seq above `after`, in order (what a follower has not seen yet)."""
+    def events_since(self, session_id: str, after: int, limit: int | None = None) -> list[dict]:
+        """The session's events with a seq above `after`, in order (what a follower has not seen yet);
+        with `limit`, at most that many (a page of the trace)."""
         ...
 
     def list_sessions(self) -> list[SessionInfo]:
@@ -235,3 +236,49 @@ def _encode(session_id: str, what: str, value: dict) -> str:
     except UnicodeEncodeError:  # lone surrogates: keep them as \u escapes, which any store can hold
         text = json.dumps(value, ensure_ascii=True, allow_nan=False)
     return text
+
+
+def events_before_turn(store: SessionStore, session_id: str, turn: int) -> int:
+    """How many of the session's events come before the first event of `turn` or a later turn: the log's
+    turns never go down, so a galloping then binary search finds it in O(log n) one-event reads."""
+
+    def before(index: int) -> bool:  # is the event at this 0-based place of an earlier turn?
+        found = store.events_since(session_id, index, 1)
+        if not found:
+            return False
+        at = found[0].get("turn")
+        return not isinstance(at, int) or at < turn
+
+    low, high = 0, 1
+    while before(high - 1):
+        low, high = high, high * 2
+    high -= 1  # the event at `high` is of `turn` or later, or past the end; all before `low` are earlier
+    while low < high:
+        middle = (low + high) // 2
+        if before(middle):
+            low = middle + 1
+        else:
+            high = middle
+    return low
+
+
+def trace_page(store: SessionStore, session_id: str, after: int = 0, limit: int = 500,
+               first_turn: int | None = None, last_turn: int | None = None) -> tuple[list[dict], int | None]:
+    """A page of a session's event log: at most `limit` events after the first `after`, only those of
+    turns `first_turn` to `last_turn` when given. Returns the events and the cursor of the next page (the
+    `after` to ask with), None when this page is the last."""
+    start = max(after, 0)
+    if first_turn is not None:
+        start = max(start, events_before_turn(store, session_id, first_turn))
+    found = store.events_since(session_id, start, limit + 1)
+    page = found[:limit]
+    if last_turn is not None:
+        for index, event in enumerate(page):
+            at = event.get("turn")
+            if isinstance(at, int) and at > last_turn:
+                return page[:index], None
+        if len(found) > limit:
+            at = found[limit].get("turn")
+            if isinstance(at, int) and at > last_turn:
+                return page, None
+    return page, (start + len(page) if len(found) > limit else None)

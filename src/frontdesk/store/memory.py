@@ -115,10 +115,12 @@ class MemorySessionStore:
                 del self._sessions[sid]
             return len(idle)
 
-    def events_since(self, session_id: str, after: int) -> list[dict]:
+    def events_since(self, session_id: str, after: int, limit: int | None = None) -> list[dict]:
+        start = max(after, 0)
+        stop = None if limit is None else start + max(limit, 0)
         with self._lock:
             session = self._sessions.get(session_id)
-            return [json.loads(text) for text in session.event_jsons[max(after, 0):]] if session else []
+            return [json.loads(text) for text in session.event_jsons[start:stop]] if session else []
 
     def events(self, session_id: str) -> list[dict]:
         with self._lock:

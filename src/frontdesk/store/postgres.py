@@ -175,10 +175,11 @@ class PostgresSessionStore:
             cursor.executemany("INSERT INTO frontdesk_events (session_id, seq, event) VALUES (%s, %s, %s)",
                                [(session_id, seq, text) for seq, text in renumber(event_jsons, last)])
 
-    def events_since(self, session_id: str, after: int) -> list[dict]:
+    def events_since(self, session_id: str, after: int, limit: int | None = None) -> list[dict]:
         with self._transaction() as db:
-            rows = db.execute("SELECT event FROM frontdesk_events WHERE session_id = %s AND seq > %s ORDER BY seq",
-                              (session_id, after)).fetchall()
+            rows = db.execute("SELECT event FROM frontdesk_events WHERE session_id = %s AND seq > %s "
+                              "ORDER BY seq LIMIT %s",
+                              (session_id, after, None if limit is None else max(limit, 0))).fetchall()
         return [json.loads(row[0]) for row in rows]
 
     def events(self, session_id: str) -> list[dict]:

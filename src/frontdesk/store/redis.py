@@ -145,9 +145,13 @@ class RedisSessionStore:
                         continue  # someone wrote the session meanwhile: read again
             raise StoreError(f"session {session_id!r}: too many concurrent writers")
 
-    def events_since(self, session_id: str, after: int) -> list[dict]:
+    def events_since(self, session_id: str, after: int, limit: int | None = None) -> list[dict]:
+        start = max(after, 0)
+        stop = -1 if limit is None else start + max(limit, 0) - 1
+        if stop < start and limit is not None:
+            return []
         with self._errors():  # an event's seq is its place in the list, from 1
-            return [json.loads(text) for text in self._db.lrange(self._e(session_id), max(after, 0), -1)]
+            return [json.loads(text) for text in self._db.lrange(self._e(session_id), start, stop)]
 
     def events(self, session_id: str) -> list[dict]:
         with self._errors():

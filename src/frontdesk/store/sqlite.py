@@ -225,10 +225,10 @@ class SqliteSessionStore:
                 db.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
         return len(idle)
 
-    def events_since(self, session_id: str, after: int) -> list[dict]:
+    def events_since(self, session_id: str, after: int, limit: int | None = None) -> list[dict]:
         with self._transaction() as db:
-            rows = db.execute("SELECT event FROM events WHERE session_id = ? AND seq > ? ORDER BY seq",
-                              (session_id, after)).fetchall()
+            rows = db.execute("SELECT event FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+                              (session_id, after, -1 if limit is None else max(limit, 0))).fetchall()
         return [json.loads(row[0]) for row in rows]
 
     def events(self, session_id: str) -> list[dict]:

@@ -29,6 +29,7 @@ UNSET_FIELD = "ABL023"  # a field a constraint reads that nothing sets
 TYPE_MISMATCH = "ABL024"  # a tool parameter type that contradicts the GATHER field of the same name
 NO_ENTRY = "ABL025"  # a project with no entry agent, or more than one candidate
 BAD_VALUE = "ABL026"  # a value outside the allowed set (consent: sometimes, RESET: weekly, ...)
+TOO_DEEP = "ABL027"  # a document, value or type nested deeper than the reader follows (64 levels)
 # the spec's own warnings
 AUTH_JIT_WITHOUT_PROFILE = "ABL101"  # auth_jit: true without auth_profile
 SIDE_EFFECT_TOOL_WITHOUT_CONFIRMATION = "ABL102"  # side_effects: true without confirm:

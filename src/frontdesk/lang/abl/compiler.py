@@ -10,6 +10,7 @@ reasoning agents it calls), a SUPERVISOR to a RouterAgent. What an agent declare
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from pathlib import Path
 
 from frontdesk.diagnostics import Diagnostic, DiagnosticBag, Span, did_you_mean
@@ -81,7 +82,14 @@ def load_abl(paths: Path | list[Path], entry: str | None = None) -> tuple[Progra
         if config is not None:
             program.settings = load_settings(config, str(config), bag)
             program.sources.append(config.name)
-    return program, bag.items
+    return program, _without_echoes(bag.items)
+
+
+def _without_echoes(diags: list[Diagnostic]) -> list[Diagnostic]:
+    """The diagnostics less those on a line whose value was left out as too deep (ABL027): what the
+    compiler then says about the missing value only repeats it."""
+    deep = {(d.span.file, d.span.line) for d in diags if d.code == codes.TOO_DEEP and d.span is not None}
+    return [d for d in diags if d.code == codes.TOO_DEEP or d.span is None or (d.span.file, d.span.line) not in deep]
 
 
 def compile_documents(docs: list[Document], bag: DiagnosticBag, entry: str | None = None,
@@ -339,6 +347,11 @@ def _signature(node: Node, ctx: SectionContext):
                   Span(file=span.file, line=span.line, column=span.column + max(column - 1, 0)),
                   getattr(exc, "hint", None) or "write name(param: type, other: type = default) -> ReturnType")
         return None
+    if sig.returns is None:
+        ctx.error(codes.BAD_SIGNATURE, f"the tool {sig.name} has no return type", node.value_span(),
+                  f"end the signature with -> and the type of what it returns: {sig.name}(...) -> "
+                  "{found: boolean}, -> Hotel[], or -> object")
+        return None
     params = [ToolParam(name=p.name, type=_json_type(p.schema), required=p.required, default=p.default,
                         description=p.schema.get("description", "") if isinstance(p.schema, dict) else "")
               for p in sig.params]
@@ -458,10 +471,11 @@ def _cross_checks(doc: Document, sections: dict[str, Node], ctx: SectionContext,
             ctx.error(codes.UNKNOWN_TOOL, f"BEFORE calling {constraint.tool}: the agent declares no such tool",
                       name_span(constraint.span, constraint.tool, ctx.file, lines),
                       "declare it under TOOLS: or name a tool the agent has")
+    words = _Words(doc.text, ctx.file)
     for action in _actions_of(rules):
         for target, what in ((action.handoff, "HANDOFF"), (action.delegate, "DELEGATE")):
             if target and target not in ctx.names.agents:
-                _check_agent(target, _find_word(target, lines, ctx.file), ctx, f"ON_FAIL {what}")
+                _check_agent(target, words.find(target), ctx, f"ON_FAIL {what}")
 
 
 def _actions_of(rules: AgentRules):
@@ -469,12 +483,30 @@ def _actions_of(rules: AgentRules):
         [c.action for c in rules.complete] + [h.action for h in rules.hooks]
 
 
-def _find_word(word: str, lines: list[str], file: str) -> Span | None:
-    for number, text in enumerate(lines, start=1):
-        at = text.find(word)
-        if at >= 0:
-            return Span(file=file, line=number, column=at + 1)
-    return None
+class _Words:
+    """Where words are first written in a document: every name found in one pass when the first is
+    looked for (looking each up by reading the lines again is quadratic on a long document)."""
+
+    _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+    def __init__(self, text: str, file: str) -> None:
+        self.text, self.file = text, file
+        self.first: dict[str, int] | None = None  # name -> offset of its first whole-word occurrence
+        self.line_starts: list[int] = []
+
+    def find(self, word: str) -> Span | None:
+        if self.first is None:
+            self.first = {}
+            for match in self._NAME.finditer(self.text):
+                self.first.setdefault(match.group(0), match.start())
+            self.line_starts = [0] + [m.end() for m in re.finditer("\n", self.text)]
+        at = self.first.get(word)
+        if at is None:  # not one name (or not written at all): the text itself, as written
+            at = self.text.find(word) if word else -1
+            if at < 0:
+                return None
+        line = bisect_right(self.line_starts, at)
+        return Span(file=self.file, line=line, column=at - self.line_starts[line - 1] + 1)
 
 
 def _on_start_graph(rules: AgentRules):

@@ -3,6 +3,7 @@ readers of values, expressions and templates with their source positions."""
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,6 +45,7 @@ class SectionContext:
     tools: set[str] = field(default_factory=set)  # tools this agent declares
     memory_paths: set[str] = field(default_factory=set)  # persistent memory paths it declares
     fields: set[str] = field(default_factory=set)  # session variables something sets (GATHER, SET, AS, ...)
+    _dialect_made: tuple | None = field(default=None, repr=False)  # (the sets, their sizes, the options)
 
     # ---- diagnostics -------------------------------------------------------------------------
 
@@ -82,6 +84,8 @@ class SectionContext:
         try:
             number = float(node.value.strip())
         except ValueError:
+            number = math.nan
+        if not math.isfinite(number):  # not a number, or inf / nan, which no count or limit can be
             self.error(codes.BAD_VALUE, f"{node.key} must be a number, not '{node.value}'", node.value_span())
             return default
         return int(number) if number.is_integer() else number
@@ -134,6 +138,10 @@ class SectionContext:
             loaded = yaml.safe_load(node.value)
         except yaml.YAMLError:
             return node.value
+        except RecursionError:  # the readers bound the nesting (ABL027); this is the last line of defence
+            self.error(codes.TOO_DEEP, "the value is nested too deeply to read", node.value_span(),
+                       "flatten the value: split it into several entries")
+            return None
         return loaded if isinstance(loaded, (list, dict, int, float, bool)) or loaded is None else node.value
 
     def _item_data(self, item: Node) -> Any:
@@ -216,9 +224,16 @@ class SectionContext:
             return Template(source=text, parts=[TextPart(text=text)])
 
     def _template_dialect(self) -> dict[str, Any]:
-        """Options of the expression parser and Handlebars for ABL (see frontdesk.expr.parser)."""
-        return {"dialect": "abl", "tools": frozenset(self.tools | self.names.tools),
-                "memory_paths": frozenset(self.memory_paths)}
+        """Options of the expression parser and Handlebars for ABL (see frontdesk.expr.parser). Made
+        again only when a set changed (they only grow), not for each of thousands of expressions."""
+        sources = (self.tools, self.names.tools, self.memory_paths)
+        sizes = tuple(len(s) for s in sources)
+        made = self._dialect_made
+        if made is None or made[1] != sizes or any(a is not b for a, b in zip(made[0], sources)):
+            made = self._dialect_made = (sources, sizes, {
+                "dialect": "abl", "tools": frozenset(self.tools | self.names.tools),
+                "memory_paths": frozenset(self.memory_paths)})
+        return dict(made[2])
 
     def _dialect(self) -> dict[str, Any]:
         return {"paths": "flat", **self._template_dialect()}

@@ -9,7 +9,7 @@ from pathlib import Path
 from frontdesk.diagnostics import DiagnosticBag, Span, did_you_mean
 
 from . import codes
-from .outline import Node, read_outline
+from .outline import MAX_NESTING, Node, nesting_too_deep, read_outline
 
 ABL_SUFFIXES = (".agent.abl", ".tools.abl", ".behavior_profile.abl", ".abl", ".agent.yaml", ".agent.yml")
 MAX_FILE_BYTES = 2_000_000
@@ -150,8 +150,22 @@ def _short(text: str | None, limit: int = 40) -> str:
 def read_yaml_outline(text: str, shown: str, bag: DiagnosticBag) -> Node | None:
     """An .agent.yaml document as an outline: mappings are entries, sequences are items, and a mapping
     with a `value` key is an entry that has both a value and a block (see docs/abl-yaml.md)."""
-    from frontdesk.lang.adl.yamlnodes import YMap, YScalar, YSeq, compose_yaml
+    from frontdesk.lang.adl.source import MAX_YAML_DEPTH, yaml_size_problem
+    from frontdesk.lang.adl.yamlnodes import YMap, YScalar, YSeq, compose_yaml, lone_surrogate_span
 
+    surrogate = lone_surrogate_span(text, shown)  # text given as a string; the YAML parser cannot take it
+    if surrogate is not None:
+        bag.error(codes.YAML_SYNTAX, f"the text holds a lone surrogate ({surrogate[0]}), which is not a character",
+                  surrogate[1], hint="save the file as UTF-8 text")
+        return None
+    problem = yaml_size_problem(text)  # before composing: PyYAML recurses on nesting
+    if problem is not None:
+        message, line, column = problem
+        deep = " nested " in message
+        bag.error(codes.TOO_DEEP if deep else codes.YAML_SYNTAX, message, Span(file=shown, line=line, column=column),
+                  hint=f"flatten it: an agent needs far fewer than {MAX_YAML_DEPTH} levels" if deep
+                  else "split the document: an agent needs a few thousand YAML nodes")
+        return None
     yaml_bag = DiagnosticBag()
     document = compose_yaml(text, shown, yaml_bag)
     for problem in yaml_bag.items:
@@ -170,6 +184,11 @@ def read_yaml_outline(text: str, shown: str, bag: DiagnosticBag) -> Node | None:
         if node.plain and node.value is None:
             return None, False
         text = node.text.rstrip("\n") if node.style in ("|", ">") else node.text  # as the .abl block reads
+        deep = nesting_too_deep(text)
+        if deep is not None:  # as in .abl text: the value is left out
+            bag.error(codes.TOO_DEEP, f"brackets nested more than {MAX_NESTING} deep", _scalar_span(node, deep),
+                      hint="flatten the value: name a type for an inner object, or split it into several entries")
+            return None, False
         return text, node.quoted and node.tag != "!raw"  # !raw: a bare .abl value that YAML must quote
 
     def fill(out: Node, value) -> None:
@@ -247,6 +266,14 @@ def read_yaml_outline(text: str, shown: str, bag: DiagnosticBag) -> Node | None:
             node.children = [_item_as_line(c) for c in node.children]
         root.children.append(node)
     return root
+
+
+def _scalar_span(node, offset: int) -> Span | None:
+    """Where character `offset` of a YAML scalar is: exact on one line, else the scalar's start."""
+    span = node.span
+    if span is None or span.end_line != span.line or node.style in ("|", ">"):
+        return span
+    return Span(file=span.file, line=span.line, column=span.column + offset + (1 if node.quoted else 0))
 
 
 _LINE_SECTIONS = {"tools", "routing"}

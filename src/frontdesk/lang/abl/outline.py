@@ -18,6 +18,7 @@ knows where it was written, so they can report a diagnostic at the right line an
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from dataclasses import dataclass, field
 
 from frontdesk.diagnostics import DiagnosticBag, Span
@@ -29,6 +30,8 @@ _BLOCK = re.compile(r"[|>][-+]?[0-9]?$")
 _CLOSE = {"(": ")", "[": "]", "{": "}"}
 MAX_LINES = 20_000
 MAX_DEPTH = 64
+# brackets one value may hold open at once: the readers of values, types and expressions recurse on them
+MAX_NESTING = 64
 
 
 @dataclass
@@ -103,33 +106,45 @@ def read_outline(text: str, file: str, bag: DiagnosticBag) -> Node:
                       f"{expected}", Span(file=file, line=line.number, column=line.indent + 1),
                       hint="indent the lines of one block by the same number of spaces")
         if len(stack) > MAX_DEPTH:
-            bag.error(codes.SYNTAX, "the document is nested too deeply", Span(file=file, line=line.number, column=1))
+            _too_deep(bag, Span(file=file, line=line.number, column=line.indent + 1))
             break
         parent = stack[-1][1]
-        _place(line.text, line.indent, line.number, parent, stack, file, line.block)
+        deep_at = _place(line.text, line.indent, line.number, parent, stack, file, line.block)
+        if deep_at is not None:
+            _too_deep(bag, Span(file=file, line=line.number, column=deep_at + 1))
+            break
     return root
 
 
+def _too_deep(bag: DiagnosticBag, span: Span) -> None:
+    bag.error(codes.TOO_DEEP, f"the document is nested more than {MAX_DEPTH} levels deep", span,
+              hint="flatten it: fewer blocks and list items inside one another")
+
+
 def _place(text: str, indent: int, number: int, parent: Node, stack: list[tuple[int, Node]], file: str,
-           block: str | None) -> None:
-    span = Span(file=file, line=number, column=indent + 1)
-    if text == "-" or text.startswith("- "):
-        item = Node(key=None, value=None, span=span, item=True)
+           block: str | None) -> int | None:
+    """Put the line under `parent` (a `- ` item first holds what follows its dash); when the items of
+    one line nest deeper than MAX_DEPTH, the 0-based column of the dash that goes too deep."""
+    while text == "-" or text.startswith("- "):
+        if len(stack) > MAX_DEPTH:
+            return indent
+        item = Node(key=None, value=None, span=Span(file=file, line=number, column=indent + 1), item=True)
         parent.children.append(item)
         stack.append((indent, item))
         rest = text[1:]
         inner = len(rest) - len(rest.lstrip(" "))
-        rest = rest.strip()
-        if rest:
-            column = indent + 1 + inner
-            _place(rest, column, number, item, stack, file, block)
-        return
+        text = rest.strip()
+        if not text:
+            return None
+        indent, parent = indent + 1 + inner, item
+    span = Span(file=file, line=number, column=indent + 1)
     node = _parse_line(text, span, indent)
     parent.children.append(node)
     stack.append((indent, node))
     if block is not None and node.value is not None and _BLOCK.fullmatch(node.value):
         node.block = True
         node.value = block
+    return None
 
 
 def _parse_line(text: str, span: Span, indent: int) -> Node:
@@ -216,25 +231,57 @@ def _logical_lines(text: str, file: str, bag: DiagnosticBag) -> list[_Line]:
             block = " ".join(t.strip() for t in lines if t.strip()) if marker.startswith(">") else "\n".join(lines)
             out.append(_Line(indent, body, number, block))
             continue
-        # join continuation lines: open brackets, or a line ending in `->` or `,`
-        depth, problem = _bracket_depth(body)
-        while (depth > 0 or body.endswith("->") or (body.endswith(",") and depth >= 0)) and i < len(physical):
-            nxt = _strip_comment(physical[i]).strip()
+        # join continuation lines: open brackets, or a line ending in `->` or `,`. The scanner carries
+        # the brackets and quotes from line to line, so each character is looked at once.
+        scanner = _Scanner()
+        scanner.feed(body)
+        parts, starts = [body], [(0, number, indent + 1)]  # where each joined line starts: (offset, line, column)
+        last = body
+        while (scanner.depth > 0 or last.endswith("->") or (last.endswith(",") and scanner.depth >= 0)) \
+                and i < len(physical):
+            raw_next = _strip_comment(physical[i])
+            nxt = raw_next.strip()
             i += 1
             if not nxt:
                 continue
-            body = body + nxt if body.endswith(("(", "[", "{")) else f"{body} {nxt}"
-            depth, problem = _bracket_depth(body)
-            if depth <= 0 and not body.endswith(("->", ",")):
+            if not last.endswith(("(", "[", "{")):
+                parts.append(" ")
+                scanner.feed(" ")
+            starts.append((scanner.length, i, len(raw_next) - len(raw_next.lstrip()) + 1))
+            parts.append(nxt)
+            scanner.feed(nxt)
+            last = nxt
+            if scanner.depth <= 0 and not last.endswith(("->", ",")):
                 break
-        if depth > 0 or problem:
-            _, problem, at = _scan(body)
-            first = body.split(" ", 1)[0]
-            bag.error(codes.SYNTAX, problem or "a bracket opened here is never closed",
-                      Span(file=file, line=number, column=indent + 1 + at if at < len(first) + 200 else indent + 1),
+        body = "".join(parts) if len(parts) > 1 else body
+        if scanner.too_deep_at is not None:
+            bag.error(codes.TOO_DEEP, f"brackets nested more than {MAX_NESTING} deep",
+                      _located(starts, scanner.too_deep_at, file),
+                      hint="flatten the value: name a type for an inner object, or split it into several entries")
+            body = _key_only(body)
+            if body is None:
+                continue
+        elif scanner.depth > 0 or scanner.result()[0]:
+            problem, at = scanner.result()
+            bag.error(codes.SYNTAX, problem or "a bracket opened here is never closed", _located(starts, at, file),
                       hint="close every quote, (, [ and { on this line or the lines that continue it")
         out.append(_Line(indent, body, number))
     return out
+
+
+def _located(starts: list[tuple[int, int, int]], at: int, file: str) -> Span:
+    """Where character `at` of a logical line is, given where each of its physical lines starts."""
+    offset, line, column = starts[bisect_right(starts, (at, float("inf"), 0)) - 1]
+    return Span(file=file, line=line, column=column + at - offset)
+
+
+def _key_only(body: str) -> str | None:
+    """The line without its value (`- KEY:` of `- KEY: value`), or None when it is not an entry."""
+    rest = body
+    while rest == "-" or rest.startswith("- "):
+        rest = rest[1:].lstrip(" ")
+    match = _KEY.match(rest)
+    return body[: len(body) - len(rest) + match.end()] if match else None
 
 
 def _opens_block(body: str) -> bool:
@@ -260,31 +307,66 @@ def _strip_comment(line: str) -> str:
     return line.rstrip()
 
 
-def _bracket_depth(text: str) -> tuple[int, str | None]:
-    """How many brackets are open at the end of `text` (outside quotes), and a problem."""
-    depth, problem, _ = _scan(text)
-    return depth, problem
+_SPECIAL = re.compile(r"[\"'()\[\]{}]")
 
 
-def _scan(text: str) -> tuple[int, str | None, int]:
-    """Open brackets at the end of `text`, a problem, and the 0-based position the problem is at
-    (an unclosed quote, a bracket that closes nothing, the first bracket left open)."""
-    stack: list[tuple[str, int]] = []
-    quote, quote_at = None, 0
-    prev = ""
-    for i, ch in enumerate(text):
-        if quote:
-            if ch == quote and prev != "\\":
-                quote = None
-        elif ch == '"' or (ch == "'" and not prev.isalnum()):
-            quote, quote_at = ch, i
-        elif ch in _CLOSE:
-            stack.append((ch, i))
-        elif ch in ")]}":
-            if not stack or _CLOSE[stack[-1][0]] != ch:
-                return -1, f"'{ch}' closes nothing here", i
-            stack.pop()
-        prev = ch
-    if quote == '"':
-        return len(stack), "a quote opened here is never closed", quote_at
-    return len(stack), None, stack[0][1] if stack else 0
+class _Scanner:
+    """The brackets and quotes of a logical line, read one piece at a time: what is open carries over
+    to the next piece, so joining n lines reads each character once. `depth` is -1 after a bracket
+    that closes nothing (nothing after it is read)."""
+
+    def __init__(self) -> None:
+        self.stack: list[tuple[str, int]] = []  # open brackets and where they are
+        self.quote: str | None = None
+        self.quote_at = 0
+        self.prev = ""  # the character before the next piece
+        self.length = 0  # characters fed so far (tests add them up: joining reads each character once)
+        self.problem: str | None = None
+        self.problem_at = 0
+        self.too_deep_at: int | None = None  # where a bracket opened more than MAX_NESTING levels deep
+
+    @property
+    def depth(self) -> int:
+        return -1 if self.problem is not None else len(self.stack)
+
+    def feed(self, text: str) -> None:
+        base = self.length
+        self.length += len(text)
+        if self.problem is not None or not text:
+            return
+        stack = self.stack
+        for match in _SPECIAL.finditer(text):
+            i = match.start()
+            ch = text[i]
+            prev = text[i - 1] if i else self.prev
+            if self.quote:
+                if ch == self.quote and prev != "\\":
+                    self.quote = None
+            elif ch == '"' or (ch == "'" and not prev.isalnum()):
+                self.quote, self.quote_at = ch, base + i
+            elif ch in _CLOSE:
+                stack.append((ch, base + i))
+                if len(stack) > MAX_NESTING and self.too_deep_at is None:
+                    self.too_deep_at = base + i
+            elif ch in ")]}":
+                if not stack or _CLOSE[stack[-1][0]] != ch:
+                    self.problem, self.problem_at = f"'{ch}' closes nothing here", base + i
+                    return
+                stack.pop()
+        self.prev = text[-1]
+
+    def result(self) -> tuple[str | None, int]:
+        """A problem (a bracket that closes nothing, an unclosed quote) and the 0-based position it is
+        at; without one, the position of the first bracket left open (0 when none is)."""
+        if self.problem is not None:
+            return self.problem, self.problem_at
+        if self.quote == '"':
+            return "a quote opened here is never closed", self.quote_at
+        return None, self.stack[0][1] if self.stack else 0
+
+
+def nesting_too_deep(text: str) -> int | None:
+    """The 0-based position in `text` of a bracket opened more than MAX_NESTING levels deep, or None."""
+    scanner = _Scanner()
+    scanner.feed(text)
+    return scanner.too_deep_at

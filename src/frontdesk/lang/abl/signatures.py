@@ -30,6 +30,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 from frontdesk.diagnostics import did_you_mean
 
 TYPE_REF_PREFIX = "#/types/"
+MAX_NESTING = 64  # brackets ((, [, {, <) a signature or type may hold open at once: reading them recurses
 
 BUILTIN_TYPES: dict[str, dict[str, Any]] = {
     "string": {"type": "string"},
@@ -137,6 +138,13 @@ def _lark() -> Lark:
 def parse_signature(text: str) -> ToolSignature:
     """Read one TOOLS signature (`name(params) -> type`; the text may span lines)."""
     tree = _parse(text, "signature")
+    try:
+        return _signature(text, tree)
+    except RecursionError:  # _parse bounds the nesting; this is the last line of defence
+        raise _error(text, "the signature is nested too deeply to read", 0, _FLATTEN) from None
+
+
+def _signature(text: str, tree: Tree) -> ToolSignature:
     builder = _Builder(text)
     name_token, params_tree, returns_tree = tree.children
     params: list[SignatureParam] = []
@@ -156,7 +164,10 @@ def parse_type(text: str) -> TypeInfo:
     """Read a type alone (`string`, `Hotel[]`, `{points: number, rewards: Reward[]}`)."""
     tree = _parse(text, "type_only")
     builder = _Builder(text)
-    schema = builder.type(tree.children[0])
+    try:
+        schema = builder.type(tree.children[0])
+    except RecursionError:  # _parse bounds the nesting; this is the last line of defence
+        raise _error(text, "the type is nested too deeply to read", 0, _FLATTEN) from None
     return TypeInfo(schema=schema, types=tuple(builder.types))
 
 
@@ -182,10 +193,35 @@ _EXPECTED_WORDS = {
 }
 
 
+_FLATTEN = "name a type for an inner object (Address, with its own fields) instead of nesting it"
+
+
+def _too_deep(text: str) -> int | None:
+    """The 0-based position of a bracket opened more than MAX_NESTING levels deep (outside quoted
+    texts), or None."""
+    depth, quote = 0, ""
+    for i, ch in enumerate(text):
+        if quote:
+            if ch == quote and text[i - 1] != "\\":
+                quote = ""
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "([{<":
+            depth += 1
+            if depth > MAX_NESTING:
+                return i
+        elif ch in ")]}>" and depth:
+            depth -= 1
+    return None
+
+
 def _parse(text: str, start: str) -> Tree:
     what = "tool signature" if start == "signature" else "type"
     if not text.strip():
         raise SignatureError(f"the {what} is empty", 1)
+    deep = _too_deep(text)
+    if deep is not None:
+        raise _error(text, f"the {what} nests brackets more than {MAX_NESTING} deep", deep, _FLATTEN)
     try:
         return _lark().parse(text, start=start)
     except UnexpectedCharacters as err:

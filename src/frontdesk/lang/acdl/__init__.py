@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import gc
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 from frontdesk.diagnostics import Diagnostic, Span
 
@@ -21,10 +24,11 @@ def parse_acdl(text: str, filename: str = "<acdl>") -> tuple[File | None, list[D
     Never raises on bad input; problems are diagnostics with file, line, column and a hint.
     """
     try:
-        file_ast, diagnostics = parse_syntax(text, filename)
-        if file_ast is None:
-            return None, diagnostics
-        found = diagnostics + check_file(file_ast)
+        with _no_cycle_collection():
+            file_ast, diagnostics = parse_syntax(text, filename)
+            if file_ast is None:
+                return None, diagnostics
+            found = diagnostics + check_file(file_ast)
     except RecursionError:
         return None, [
             Diagnostic(
@@ -53,6 +57,20 @@ def load_acdl(path: str | Path) -> tuple[File | None, list[Diagnostic]]:
             Diagnostic(codes.READ_ERROR, f"cannot read '{given}': {reason}", Span(file=str(path)), hint="check the path and that the file is UTF-8 text")
         ]
     return parse_acdl(text, str(path))
+
+
+@contextmanager
+def _no_cycle_collection() -> Iterator[None]:
+    """Pause Python's cycle collector while a file is read: the parse builds hundreds of thousands of
+    small objects and no reference cycles, and the collector's passes over them cost about a quarter
+    of the time of a large file. Reference counting still frees everything as usual."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _sorted(diags: list[Diagnostic]) -> list[Diagnostic]:

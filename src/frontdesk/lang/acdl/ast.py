@@ -101,10 +101,23 @@ class Node:
 
     def children(self) -> Iterator["Node"]:
         """Direct child nodes in field order."""
-        for f in dataclasses.fields(self):
-            if f.name == "span":
-                continue
-            yield from _nodes_in(getattr(self, f.name))
+        for name in _child_fields(type(self)):
+            value = getattr(self, name)
+            if isinstance(value, Node):
+                yield value
+            elif isinstance(value, list):
+                yield from _nodes_in(value)
+
+
+# The field names that may hold child nodes, per node class (dataclasses.fields is slow to call per node).
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _child_fields(cls: type) -> tuple[str, ...]:
+    names = _CHILD_FIELDS.get(cls)
+    if names is None:
+        names = _CHILD_FIELDS[cls] = tuple(f.name for f in dataclasses.fields(cls) if f.name != "span")
+    return names
 
 
 def _value_to_json(value: Any, spans: bool) -> Any:

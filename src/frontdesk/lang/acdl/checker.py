@@ -52,6 +52,10 @@ __all__ = ["check_file"]
 _CONTENT = (Template, ContextVar, FunctionCall, NameRef, Literal)
 _CONTROL = (ForEach, If, Switch)
 _FRAGMENT_DEFS = (StrFragDef, RolesFragDef)
+# How many candidate names "did you mean" may compare in one file: each comparison costs microseconds,
+# and a file with thousands of undefined references and thousands of definitions would otherwise take
+# their product. Past the budget the hint says how to define the name instead.
+SUGGESTION_BUDGET = 20_000
 
 
 @dataclass
@@ -104,6 +108,15 @@ class _Checker:
         self.bag = DiagnosticBag()
         self.fragments: dict[str, StrFragDef | RolesFragDef] = {}
         self.all_names: set[str] = set()
+        self.suggestion_work = 0  # candidate names compared so far, see SUGGESTION_BUDGET
+
+    def _did_you_mean(self, word: str, candidates: Iterable[str]) -> str | None:
+        """`did_you_mean` while the file's SUGGESTION_BUDGET lasts, then None."""
+        pool = list(candidates)
+        if self.suggestion_work + len(pool) > SUGGESTION_BUDGET:
+            return None
+        self.suggestion_work += len(pool)
+        return did_you_mean(word, pool)
 
     # ---- file level
 
@@ -294,7 +307,7 @@ class _Checker:
         for arg in node.args:
             self.expr(arg, ctx)
         if definition is None:
-            suggestion = did_you_mean(node.name, self.fragments)
+            suggestion = self._did_you_mean(node.name, self.fragments)
             hint = f"did you mean '{suggestion}'?" if suggestion else "define it with StrFrag Name[params]: { ... } or RolesFrag Name[params]: { ... }"
             self.bag.error(codes.UNDEFINED_FRAGMENT, f"fragment '{node.name}' is not defined", node.span, hint=hint)
             return
@@ -386,7 +399,7 @@ class _Checker:
         elif isinstance(node, (NameRef, TimeName)):
             if ctx.lookup(node.name) is None:
                 later = self._defined_later(node.name)
-                suggestion = did_you_mean(node.name, ctx.visible_names())
+                suggestion = self._did_you_mean(node.name, ctx.visible_names())
                 if suggestion:
                     hint = f"did you mean '${suggestion}'?"
                 elif later:

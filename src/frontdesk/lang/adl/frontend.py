@@ -614,7 +614,8 @@ def resolve_source_path(location: str, root: Path) -> str | None:
     MICA programs write paths relative to MICA's repository (`./examples/retail_banking/docs` inside
     retail_banking/ means `docs/`). Places inside the program folder win over the current directory,
     so a program never picks up a same-named folder from wherever Frontdesk happens to run.
-    Returns the path relative to `root` (POSIX separators), or None when nothing exists.
+    Returns the path relative to `root` (POSIX separators), or None when nothing exists; a path that
+    leads outside `root` is then an error unless the operator grants its folder (FD060, frontdesk.access).
     """
     written = Path(os.path.expanduser(location))
     if written.is_absolute():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import re
 from dataclasses import dataclass, field
 from typing import Any, Union
 
@@ -174,8 +175,28 @@ class _Converter:
         return result
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def lone_surrogate_span(text: str, file: str) -> tuple[str, Span] | None:
+    """Where `text` holds a lone surrogate (no Unicode character: YAML and UTF-8 cannot carry it), with
+    the code point; None for proper text. Only text handed over as a string can hold one."""
+    found = _LONE_SURROGATE.search(text)
+    if found is None:
+        return None
+    start = found.start()
+    line = text.count("\n", 0, start) + 1
+    column = start - (text.rfind("\n", 0, start) + 1) + 1
+    return f"U+{ord(found.group()):04X}", Span(file=file, line=line, column=column)
+
+
 def compose_yaml(text: str, file: str, bag: DiagnosticBag) -> YNode | None:
     """Parse YAML text into located nodes; syntax errors become one ADL001 diagnostic and None."""
+    surrogate = lone_surrogate_span(text, file)
+    if surrogate is not None:
+        bag.error(YAML_SYNTAX, f"the text holds a lone surrogate ({surrogate[0]}), which is not a character",
+                  surrogate[1], hint="save the file as UTF-8 text")
+        return None
     try:
         root = yaml.compose(text, Loader=_Loader)
     except yaml.MarkedYAMLError as exc:

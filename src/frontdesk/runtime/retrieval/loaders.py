@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from xml.etree import ElementTree
 
+from frontdesk.access import escape
 from frontdesk.runtime.retrieval.documents import Document
 from frontdesk.runtime.retrieval.fetch import MAX_DOWNLOAD_BYTES, FetchedPage
 
@@ -331,6 +332,10 @@ def load_directory(directory: Path, root: Path, location: str) -> tuple[list[Doc
         files.extend(Path(current) / n for n in names if not n.startswith("."))
     for path in sorted(files, key=lambda p: p.relative_to(directory).as_posix()):
         if not path.is_file():
+            continue
+        outside = escape(root, path)  # a symbolic link leading out of the program's folder
+        if outside:
+            problems.append(f"{display_path(path, root)}: not read: {outside}")
             continue
         found, trouble = load_file(path, display_path(path, root))
         documents.extend(found)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from frontdesk.access import escape
 from frontdesk.ir.models import KnowledgeSource
 from frontdesk.runtime.retrieval.documents import Document
 from frontdesk.runtime.retrieval.fetch import (
@@ -43,6 +44,9 @@ def load_source(
             return load_page(fetched, location)
         if source.path is None:
             return [], [f"{location}: not found (looked in {root})"]
+        outside = escape(root, source.path)  # `check` reports it too (FD060)
+        if outside:
+            return [], [f"{location}: not read: {outside}"]
         path = root / source.path
         if path.is_dir():
             return load_directory(path, root, location)

@@ -14,7 +14,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from frontdesk.runtime.context import TurnContext
 
 # the named runtime messages an agent's MESSAGES section can override (text or TEMPLATE(name))
-MESSAGE_NAMES = ("guardrail_blocked", "constraint_blocked", "escalation_notice")
+MESSAGE_NAMES = ("guardrail_blocked", "constraint_blocked", "escalation_notice", "max_iterations", "no_model",
+                 "llm_error", "fallback")
 # the session's channel -> the template variant used on it (abl-specification 3.13.1)
 CHANNEL_VARIANTS = {
     "web": ("markdown", "html"), "sdk": ("markdown",), "markdown": ("markdown",), "email": ("html",),

@@ -2,7 +2,9 @@
 
 Errors are results, never exceptions: a timeout, an unreachable service, an error status, a
 response that is too long or cannot be read. Credentials come from the environment when the call is
-made (see HttpBinding); every text taken from the environment and every credential header value is
+made (see HttpBinding), only from variables the operator grants (`frontdesk.access`: a refused one is a
+`config` error naming the variable, never its value); every text taken from the environment and every
+credential header value is
 blanked out of the result and of the error texts, so a service that echoes them back, or an error
 that quotes the url, does not put them into the session or the trace.
 """
@@ -10,7 +12,6 @@ that quotes the url, does not put them into the session or the trace.
 from __future__ import annotations
 
 import json
-import os
 import re
 import threading
 import time
@@ -20,6 +21,7 @@ from urllib.parse import quote, urlsplit, urlunsplit
 
 import httpx
 
+from frontdesk.access import EnvRefused, ProgramEnvironment, program_environment
 from frontdesk.ir.models import HttpBinding, ToolDef, is_secret_header
 
 from .python import Returned
@@ -42,7 +44,7 @@ class _Unusable(Exception):
 class _Request:
     """One request being built from a binding and a call's arguments."""
 
-    def __init__(self, tool: str, args: dict[str, Any], env: Mapping[str, str], declared: set[str]) -> None:
+    def __init__(self, tool: str, args: dict[str, Any], env: ProgramEnvironment, declared: set[str]) -> None:
         self.tool = tool
         self.args = args
         self.declared = declared  # the tool's parameters (empty: it declares none, any argument goes)
@@ -56,7 +58,10 @@ class _Request:
         return bool(env), name
 
     def _env(self, name: str) -> str:
-        value = self.env.get(name)
+        try:
+            value = self.env.read(name)
+        except EnvRefused as exc:
+            raise _Unusable("config", str(exc)) from None
         if value is None:
             raise _Unusable("config", f"the environment variable {name} is not set")
         if len(value) >= _MIN_SECRET:
@@ -129,10 +134,12 @@ def _as_text(value: Any) -> str:
 
 class HttpCalls:
     """Makes the requests of HTTP-bound tools with one connection pool (`client`, made when first
-    needed unless given); environment variables are read from `env` (default: os.environ)."""
+    needed unless given); environment variables are read from `env` (default: the process's
+    environment, as far as the operator grants it; a mapping: those values, which the caller chose)."""
 
-    def __init__(self, env: Mapping[str, str] | None = None, client: httpx.Client | None = None) -> None:
-        self.env = env if env is not None else os.environ
+    def __init__(self, env: Mapping[str, str] | ProgramEnvironment | None = None,
+                 client: httpx.Client | None = None) -> None:
+        self.env = program_environment(env)
         self._client = client
         self._own_client = client is None
         self._lock = threading.Lock()

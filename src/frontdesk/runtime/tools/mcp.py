@@ -9,7 +9,9 @@ are sent to the loop and waited for with the call's time limit.
 Errors are results, never exceptions: a server that cannot be started or reached, or that died
 (`connection`; the next call starts it again), a call that takes too long (`timeout`), a tool that
 answers with an error (`raised`), an answer that cannot be read (`bad_result`), an `mcp` package
-that is not installed or a binding that cannot be used (`config`).
+that is not installed or a binding that cannot be used (`config`: among them an environment variable
+the operator has not granted, and a folder, command or path argument outside the program's folder;
+see `frontdesk.access`).
 
 `close()` ends every session (a stdio server's process is stopped by the SDK) and the loop; the
 tool runner calls it, and it also runs when the interpreter exits.
@@ -30,6 +32,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from frontdesk.access import EnvRefused, ProgramEnvironment, mcp_escapes, program_environment
 from frontdesk.ir.models import McpBinding, McpServer, ToolDef
 
 from .python import Returned
@@ -51,10 +54,13 @@ class McpUnavailable(Exception):
         self.kind = kind
 
 
-def _fill_env(template: str, env: Mapping[str, str]) -> str:
+def _fill_env(template: str, env: ProgramEnvironment) -> str:
     def one(match: re.Match) -> str:
         name = match.group(1) or match.group(2)
-        value = env.get(name)
+        try:
+            value = env.read(name)
+        except EnvRefused as exc:
+            raise McpUnavailable("config", str(exc)) from None
         if value is None:
             raise McpUnavailable("config", f"the environment variable {name} is not set")
         return value
@@ -72,7 +78,7 @@ def where(server: McpServer) -> str:
 class _Session:
     """One server's client session, living on the loop: opened by its owner task, used by calls."""
 
-    def __init__(self, spec: McpServer, root: Path, env: Mapping[str, str]) -> None:
+    def __init__(self, spec: McpServer, root: Path, env: ProgramEnvironment) -> None:
         self.spec = spec
         self.root = root
         self.env = env
@@ -104,10 +110,13 @@ class _Session:
             return streamable_http_client(url, http_client=http_client)
         cwd = (self.root / spec.cwd) if spec.cwd else self.root
         command = _fill_env(spec.command or "", self.env)
+        args = [_fill_env(a, self.env) for a in spec.args]
+        for problem in mcp_escapes(self.root, command, args, spec.cwd):  # check said so too (FD060)
+            raise McpUnavailable("config", f"{where(spec)} is not started: {problem}")
         if command in ("python", "python3"):  # the interpreter Frontdesk runs in, with its packages
             command = sys.executable
         params = StdioServerParameters(command=command,
-                                       args=[_fill_env(a, self.env) for a in spec.args],
+                                       args=args,
                                        env={k: _fill_env(v, self.env) for k, v in spec.env.items()} or None,
                                        cwd=str(cwd))
         # the server's own log lines would mix with the conversation in a terminal: they go to a
@@ -226,9 +235,9 @@ def _describe(exc: BaseException) -> str:
 class McpSessions:
     """The MCP sessions of one tool runner: a private event loop thread, one session per server."""
 
-    def __init__(self, root: Path, env: Mapping[str, str] | None = None) -> None:
+    def __init__(self, root: Path, env: Mapping[str, str] | ProgramEnvironment | None = None) -> None:
         self.root = root
-        self.env = env if env is not None else os.environ
+        self.env = program_environment(env)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._sessions: dict[str, _Session] = {}

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from frontdesk.access import escape
 from frontdesk.ir.models import PythonBinding
 
 from .result import TOO_SLOW_MESSAGE, ErrorKind, ToolResult, failed, text_of
@@ -65,7 +66,11 @@ class PythonFunctions:
             return self._modules[rel]
 
     def _import(self, rel: str):
-        """Run the tool file under the time limit; ToolLoadError when it raises, exits or hangs."""
+        """Run the tool file under the time limit; ToolLoadError when it raises, exits or hangs, or when
+        it lies outside the program's folder and every folder the operator grants (`check` says so too)."""
+        problem = escape(self.root, rel)
+        if problem:
+            raise ToolLoadError(f"the tool file {problem}", "config")
         path = (self.root / rel).resolve()
         name = f"frontdesk_tools_{abs(hash(str(path)))}"
         spec = importlib.util.spec_from_file_location(name, path)

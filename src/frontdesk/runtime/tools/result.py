@@ -17,7 +17,8 @@ ErrorKind = Literal[
     "connection",  # the service could not be reached
     "bad_result",  # the value does not fit the tool's `returns`, or the response cannot be read
     "too_large",  # the response is longer than the binding allows
-    "config",  # the binding cannot be used as configured (a missing environment variable, a bad url)
+    "config",  # the binding cannot be used as configured (a missing or ungranted environment variable, a
+    # bad url, a file outside the program folder)
     "declined",  # the user did not approve a call that needs approval (ABL `confirm:`); it did not run
     "awaiting_confirmation",  # the call waits for the user's approval, asked this turn; it did not run
 ]

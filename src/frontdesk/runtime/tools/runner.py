@@ -38,8 +38,9 @@ class ProgramToolRunner:
 
     Each call is bounded by the program's `tools:` settings for the tool (`limits_for`): its time
     limit, the printed output kept, the length of each text of the result. `timeout` overrides the
-    time limit of every call and of importing tool files (tests use it). `env` is where HTTP
-    bindings read `{env.NAME}` (default: os.environ); `http_client` the httpx client they use.
+    time limit of every call and of importing tool files (tests use it). `env` is where HTTP and MCP
+    bindings read `{env.NAME}` (default: the process's environment, only the variables the operator
+    grants; see frontdesk.access); `http_client` the httpx client HTTP bindings use.
     """
 
     def __init__(self, program: Program, timeout: float | None = None, *, env: Mapping[str, str] | None = None,

@@ -14,6 +14,7 @@
   const TOKEN_KEY = "frontdesk.token";
   const PROGRAM_KEY = "frontdesk.program";
   const SESSION_KEY = "frontdesk.session";
+  const RESTORED_TURNS = 50;  // turns shown again after a reload (older ones stay on the server)
 
   // Events shown by default in the trace; the rest appear with "show every event".
   const KEY_EVENTS = new Set([
@@ -627,7 +628,10 @@
     let summary, trace;
     try {
       summary = await (await api("GET", `/v1/sessions/${encodeURIComponent(saved.id)}`)).json();
-      trace = await (await api("GET", `/v1/sessions/${encodeURIComponent(saved.id)}/trace`)).json();
+      // only the last turns come back into the page: a long session's whole trace is never fetched
+      const last = await (await api("GET", `/v1/sessions/${encodeURIComponent(saved.id)}/trace?limit=1`)).json();
+      const from = Math.max(0, (last.turns || 0) - RESTORED_TURNS + 1);
+      trace = { events: await traceEvents(saved.id, `from_turn=${from}`), earlier: from };
     } catch (err) {
       localStorage.removeItem(SESSION_KEY);  // gone, or another user's: start afresh quietly
       return;
@@ -648,6 +652,10 @@
       const who = item.querySelector(".who");
       if (who) who.remove();
     }
+    if (trace.earlier > 0) {
+      ui.log.prepend(el("li", { class: "note" }, el("span", {},
+        `${trace.earlier} earlier turn${trace.earlier === 1 ? "" : "s"} not shown`)));
+    }
     addNote("Conversation restored");
     setHeader();
     if (summary.ended) endSession();
@@ -657,6 +665,19 @@
       follow(saved.id);
     }
     setStatus();
+  }
+
+  /* The events a trace query selects (`turn=N`, `from_turn=N`), page after page. */
+  async function traceEvents(sessionId, query) {
+    const events = [];
+    let after = 0;
+    for (;;) {
+      const page = await (await api("GET",
+        `/v1/sessions/${encodeURIComponent(sessionId)}/trace?${query}&after=${after}`)).json();
+      events.push(...(page.events || []));
+      if (page.next === null || page.next === undefined) return events;
+      after = page.next;
+    }
   }
 
   function retireActionsExceptLast() {
@@ -815,8 +836,7 @@
     let events = S.turns.get(turn);
     if (!events || !events.length) {
       try {
-        const trace = await (await api("GET", `/v1/sessions/${encodeURIComponent(S.session.id)}/trace`)).json();
-        events = (trace.events || []).filter((e) => e.turn === turn);
+        events = await traceEvents(S.session.id, `turn=${turn}`);
       } catch (err) {
         showError(err);
         return;
