@@ -221,3 +221,16 @@ def test_a_500_goes_to_on_error_as_an_api_error(service, engine):
     result = _results(events, "broken_status")[0]
     assert result["status"] == "error" and "answered 500" in result["error"]
     assert not any("Broken says" in s for s in said)
+
+
+def test_header_names_with_dashes_are_kept(tmp_path: Path):
+    library = textwrap.dedent(LIBRARY).lstrip().replace(
+        '      Authorization: "Bearer {{env.ORDER_API_KEY}}"',
+        '      Authorization: "Bearer {{env.ORDER_API_KEY}}"\n      X-Api-Key: "{{env.ORDER_API_KEY}}"\n'
+        "      X-Trace-Id: desk-7")
+    (tmp_path / "desk.agent.abl").write_text(textwrap.dedent(AGENT).lstrip(), encoding="utf-8")
+    (tmp_path / "orders.tools.abl").write_text(library, encoding="utf-8")
+    program, diags = load_program(tmp_path)
+    assert program is not None and not [d for d in diags if d.is_error], [d.format() for d in diags]
+    assert program.tools["order_status"].binding.headers == {
+        "Authorization": "Bearer {{env.ORDER_API_KEY}}", "X-Api-Key": "{{env.ORDER_API_KEY}}", "X-Trace-Id": "desk-7"}

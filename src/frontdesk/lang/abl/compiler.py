@@ -316,10 +316,32 @@ def _mcp_binding(name: str, props: dict[str, Node], ctx: SectionContext, servers
     return McpBinding(server=server, tool=ctx.text(props.get("mcp_tool")) or name)
 
 
+# an HTTP header line (RFC 9110 token names: `X-Api-Key: "..."`), which the outline reader's keys (identifiers)
+# do not take, so it reaches here as a line of text
+_HEADER_LINE = re.compile(r"([!#$%&'*+.^_`|~0-9A-Za-z-]+)[ \t]*:[ \t]*(.*)")
+
+
+def _header_entries(node: Node) -> dict[str, str]:
+    """The `headers:` of an HTTP tool: its entries, and its lines of the form `Name-With-Dashes: value`."""
+    headers: dict[str, str] = {}
+    for child in node.children:
+        if child.item:
+            continue
+        if child.key is not None:
+            headers[child.key] = child.text
+            continue
+        found = _HEADER_LINE.fullmatch(child.text.strip())
+        if found is not None:
+            value = found.group(2).strip()
+            quoted = value[:1] in ("'", '"') and len(value) > 1 and value[-1] == value[0]
+            headers[found.group(1)] = value[1:-1] if quoted else value
+    return headers
+
+
 def _http_binding(props: dict[str, Node], ctx: SectionContext):
     url = ctx.text(props.get("url") or props.get("endpoint"))
     method = ctx.text(props.get("method")) or ("POST" if "body" in props or "body_template" in props else "GET")
-    headers = {c.key: c.text for c in props["headers"].entries()} if "headers" in props else {}
+    headers = _header_entries(props["headers"]) if "headers" in props else {}
     data: dict = {"method": method.upper(), "url": url, "headers": headers}
     body = props.get("body_template") or props.get("body")
     if body is not None and body.value:

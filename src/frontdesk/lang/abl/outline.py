@@ -28,7 +28,7 @@ from . import codes
 _KEY = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)[ \t]*:(?=[ \t]|$)")
 _BLOCK = re.compile(r"[|>][-+]?[0-9]?$")
 _CLOSE = {"(": ")", "[": "]", "{": "}"}
-MAX_LINES = 20_000
+MAX_LINES = 200_000  # the 2 MB file limit comes first for lines of 10 characters or more
 MAX_DEPTH = 64
 # brackets one value may hold open at once: the readers of values, types and expressions recurse on them
 MAX_NESTING = 64

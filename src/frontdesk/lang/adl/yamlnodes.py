@@ -217,11 +217,35 @@ def compose_yaml(text: str, file: str, bag: DiagnosticBag) -> YNode | None:
     if root is None:
         return None
     try:
+        if _expanded_size(root, _Converter.max_nodes) > _Converter.max_nodes:
+            raise _TooLarge()  # refused before building anything: aliases repeat what they name
         return _Converter(file, bag).convert(root)
-    except _TooLarge:
+    except (_TooLarge, RecursionError):
         bag.error(YAML_SYNTAX, "YAML document is too large (too many nodes or aliases)",
                   Span(file=file, line=1, column=1), hint="avoid deeply repeated YAML aliases")
         return None
+
+
+def _expanded_size(root: yaml.Node, limit: int) -> int:
+    """How many nodes `root` has once every alias is expanded (counted up to just past `limit`): each
+    composed node is visited once, so an alias bomb costs its text's size, not its expansion's."""
+    sizes: dict[int, int] = {}
+
+    def size(node: yaml.Node) -> int:
+        known = sizes.get(id(node))
+        if known is not None:
+            return known
+        total = 1
+        if isinstance(node, yaml.SequenceNode):
+            for item in node.value:
+                total += size(item)
+        elif isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                total += size(key) + size(value)
+        sizes[id(node)] = total = min(total, limit + 1)
+        return total
+
+    return size(root)
 
 
 def _yaml_hint(problem: str) -> str:
