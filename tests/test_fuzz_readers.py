@@ -141,3 +141,13 @@ def test_undefined_fragments_get_suggestions_until_the_budget_then_the_plain_hin
     assert undefined[0].hint == "did you mean 'Piece0'?"
     assert sum(1 for d in undefined if d.hint.startswith("did you mean")) <= SUGGESTION_BUDGET // count + 1
     assert undefined[-1].hint.startswith("define it")
+
+
+def test_an_expression_too_long_to_read_is_located_at_its_line():
+    terms = " + ".join(["a"] * 3000)
+    text = "P[@T]: {\n  U: {\n    \"hello\"\n    Name total := " + terms + "\n  }\n}\n"
+    node, diagnostics = parse_acdl(text, "long.acdl")
+    problems = [d for d in diagnostics if "too long" in d.message]
+    if node is not None and not problems:
+        pytest.skip("this interpreter's stack reads 3,000 terms: nothing to locate")
+    assert problems and problems[0].span.line == 4 and problems[0].span.column >= 5

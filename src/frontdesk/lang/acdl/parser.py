@@ -8,7 +8,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from lark import Lark, Token, Transformer, v_args
+from lark import Lark, Token, Transformer_NonRecursive, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken, VisitError
 
 from frontdesk.diagnostics import Diagnostic, DiagnosticBag, Span
@@ -120,6 +120,8 @@ def _lark() -> Lark:
 
 
 MAX_NESTING = 64
+# levels of the parse tree (a sum of n terms is n levels deep): the checker and renderers recurse on it
+MAX_TREE_DEPTH = 600
 
 
 def _too_deep(tokens: list[Token]) -> Token | None:
@@ -179,13 +181,25 @@ def parse_syntax(text: str, filename: str = "<acdl>") -> tuple[File | None, list
     except UnexpectedInput as exc:  # pragma: no cover - other lark errors, kept precise anyway
         bag.error(codes.SYNTAX, str(exc).splitlines()[0], Span(file=filename, line=exc.line, column=exc.column))
         return None, bag.sorted()
+    deep = _deeper_than(tree, MAX_TREE_DEPTH)
+    if deep is not None:  # the checks that follow recurse on the tree: refuse it here, where it is
+        meta = deep.meta
+        bag.error(
+            codes.SYNTAX, f"an expression is too long or nests too deeply to read (more than {MAX_TREE_DEPTH} levels)",
+            Span(file=filename, line=meta.line, column=meta.column) if not meta.empty else Span(file=filename),
+            hint="split long expressions with Name definitions",
+        )
+        return None, bag.sorted()
     builder = _TreeBuilder(filename, text, bag)
     try:
         file_node = builder.transform(tree)
     except VisitError as exc:  # never a traceback for users
         if isinstance(exc.orig_exc, RecursionError):
+            meta = getattr(getattr(exc, "obj", None), "meta", None)  # the node being read when it ran out
+            where = Span(file=filename, line=meta.line, column=meta.column) \
+                if meta is not None and not getattr(meta, "empty", True) else Span(file=filename)
             bag.error(
-                codes.SYNTAX, "an expression is too long or nests too deeply to read", Span(file=filename),
+                codes.SYNTAX, "an expression is too long or nests too deeply to read", where,
                 hint="split long expressions with Name definitions",
             )
         else:  # pragma: no cover - a bug in the builder
@@ -193,6 +207,18 @@ def parse_syntax(text: str, filename: str = "<acdl>") -> tuple[File | None, list
         return None, bag.sorted()
     resolve_fragment_kinds(file_node)
     return file_node, bag.sorted()
+
+
+def _deeper_than(tree, limit: int):
+    """The first subtree (in document order) lying more than `limit` levels down, or None; read without
+    recursion."""
+    stack = [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return node
+        stack.extend((child, depth + 1) for child in reversed(node.children) if hasattr(child, "children"))
+    return None
 
 
 # ---------------------------------------------------------------------------
@@ -539,7 +565,7 @@ def _is_braced(node: Any) -> bool:
     return isinstance(node, _BLOCK_NODES) or (isinstance(node, RoleMessage) and node.form == "block")
 
 
-class _TreeBuilder(Transformer):
+class _TreeBuilder(Transformer_NonRecursive):
     """Turns the Lark parse tree into ast nodes, attaching comments by line."""
 
     def __init__(self, filename: str, text: str, bag: DiagnosticBag) -> None:
