@@ -64,3 +64,34 @@ def postgres_store_url(tag: str) -> Iterator[str]:
     finally:
         admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         admin.close()
+
+
+STORE_KINDS = ("memory", "sqlite", "redis", "postgres")
+
+
+@contextmanager
+def fresh_store(kind: str, folder, tag: str):
+    """An empty session store of the kind (one of STORE_KINDS), closed at the end: SQLite in `folder`,
+    Redis under a prefix and PostgreSQL in a database of the test's own."""
+    from frontdesk.store import open_store
+    from frontdesk.store.memory import MemorySessionStore
+    from frontdesk.store.sqlite import SqliteSessionStore
+
+    if kind == "memory":
+        yield MemorySessionStore()
+        return
+    if kind == "sqlite":
+        opened = SqliteSessionStore(str(folder / "sessions.sqlite3"))
+    else:
+        urls = redis_store_url if kind == "redis" else postgres_store_url
+        with urls(tag) as url:
+            opened = open_store(url)
+            try:
+                yield opened
+            finally:
+                opened.close()
+        return
+    try:
+        yield opened
+    finally:
+        opened.close()

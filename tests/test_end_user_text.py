@@ -17,11 +17,9 @@ from frontdesk.runtime.engine import Engine
 from frontdesk.runtime.usertext import UnkeepableText, text_problem
 from frontdesk.server.app import create_app
 from frontdesk.server.auth import ServerSettings
-from frontdesk.store import open_store
 from frontdesk.store.memory import MemorySessionStore
-from frontdesk.store.sqlite import SqliteSessionStore
 
-from live_stores import postgres_store_url, redis_store_url
+from live_stores import STORE_KINDS, fresh_store
 
 STEPS = """
 main:
@@ -46,21 +44,10 @@ def program(tmp_path):
     return loaded
 
 
-@pytest.fixture(params=["memory", "sqlite", "redis", "postgres"])
+@pytest.fixture(params=STORE_KINDS)
 def store(request, tmp_path):
-    if request.param == "memory":
-        yield MemorySessionStore()
-        return
-    if request.param == "sqlite":
-        opened = SqliteSessionStore(str(tmp_path / "s.sqlite3"))
+    with fresh_store(request.param, tmp_path, "usertext") as opened:
         yield opened
-        opened.close()
-        return
-    urls = redis_store_url if request.param == "redis" else postgres_store_url
-    with urls("usertext") as url:
-        opened = open_store(url)
-        yield opened
-        opened.close()
 
 
 def client_for(program, store) -> TestClient:

@@ -14,11 +14,9 @@ from frontdesk.cli import app as cli_app
 from frontdesk.lang import load_program
 from frontdesk.server.app import create_app
 from frontdesk.server.auth import ServerSettings
-from frontdesk.store import open_store
 from frontdesk.store.base import events_before_turn, trace_page
-from frontdesk.store.memory import MemorySessionStore
 from frontdesk.store.sqlite import SqliteSessionStore
-from live_stores import postgres_store_url, redis_store_url
+from live_stores import STORE_KINDS, fresh_store
 
 ECHO = """
 main:
@@ -33,27 +31,10 @@ TOKEN = "paging-token"
 HEADERS = {"Authorization": f"Bearer {TOKEN}"}
 
 
-@pytest.fixture(params=["memory", "sqlite", "redis", "postgres"])
+@pytest.fixture(params=STORE_KINDS)
 def store(request, tmp_path):
-    if request.param == "memory":
-        yield MemorySessionStore()
-        return
-    if request.param == "sqlite":
-        opened = SqliteSessionStore(str(tmp_path / "s.sqlite3"))
+    with fresh_store(request.param, tmp_path, "paging") as opened:
         yield opened
-        opened.close()
-        return
-    urls = redis_store_url if request.param == "redis" else postgres_store_url
-    with urls("paging") as url:
-        if request.param == "postgres":
-            import psycopg
-
-            with psycopg.connect(url, autocommit=True) as db:
-                db.execute("DROP TABLE IF EXISTS frontdesk_sessions, frontdesk_events, frontdesk_programs, "
-                           "frontdesk_memory")
-        opened = open_store(url)
-        yield opened
-        opened.close()
 
 
 def _fill(store, turns: int, per_turn) -> None:

@@ -40,6 +40,12 @@ OWN_VARIABLE = "FD061"
 ENV_NOT_GRANTED = "FD062"
 ENV_READ = "FD063"
 
+# the --allow-env and --allow-path options' help, the same in every command that has them
+ALLOW_ENV_HELP = ("An environment variable the program may read (repeatable; * and ? patterns; FRONTDESK_* "
+                  "never). Added to FRONTDESK_ALLOW_ENV; see docs/security.md.")
+ALLOW_PATH_HELP = ("A folder outside its own the program may use files from (repeatable). Added to "
+                   "FRONTDESK_ALLOW_PATH.")
+
 ENV_HOLE = re.compile(r"\{\{\s*env\.([A-Za-z_]\w*)\s*\}\}|\{env\.([A-Za-z_]\w*)\}")
 
 _granted_env: list[str] = []  # granted by command-line options in this process

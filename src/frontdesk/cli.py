@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from frontdesk.access import ALLOW_ENV_HELP, ALLOW_PATH_HELP
 from frontdesk.diagnostics import Diagnostic, Severity, format_all
 from frontdesk.store.base import StoreError
 
@@ -31,10 +32,6 @@ out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
-ALLOW_ENV_HELP = ("An environment variable the program may read (repeatable; * and ? patterns; FRONTDESK_* "
-                  "never). Added to FRONTDESK_ALLOW_ENV; see docs/security.md.")
-ALLOW_PATH_HELP = ("A folder outside its own the program may use files from (repeatable). Added to "
-                   "FRONTDESK_ALLOW_PATH.")
 
 
 def styled(*parts: str | tuple[str, str]) -> Text:

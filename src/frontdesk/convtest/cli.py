@@ -10,6 +10,8 @@ from typing import Annotated
 
 import typer
 
+from frontdesk.access import ALLOW_ENV_HELP, ALLOW_PATH_HELP  # help texts: the module imports nothing heavy
+
 
 def register(app: typer.Typer) -> None:
     app.command("test")(test_command)
@@ -37,11 +39,9 @@ def test_command(
         "-o", "--output", help="With --from-rasa: the file to write (a folder for a folder of Rasa files; "
                                "default: standard output).")] = None,
     allow_env: Annotated[list[str] | None, typer.Option(
-        "--allow-env", metavar="NAME", help="An environment variable the program may read (repeatable; * and ? "
-                                            "patterns; FRONTDESK_* never). Added to FRONTDESK_ALLOW_ENV.")] = None,
+        "--allow-env", metavar="NAME", help=ALLOW_ENV_HELP)] = None,
     allow_path: Annotated[list[str] | None, typer.Option(
-        "--allow-path", metavar="DIR", help="A folder outside its own the program may use files from "
-                                            "(repeatable). Added to FRONTDESK_ALLOW_PATH.")] = None,
+        "--allow-path", metavar="DIR", help=ALLOW_PATH_HELP)] = None,
 ) -> None:
     """Run conversation tests: each case's user turns through the program with a scripted model, checking
     what the bot says and does. Exit status 1 when a case fails, 2 when a test file cannot be read."""

@@ -11,6 +11,8 @@ from typing import Annotated
 
 import typer
 
+from frontdesk.access import ALLOW_ENV_HELP, ALLOW_PATH_HELP  # help texts: the module imports nothing heavy
+
 LLM_MODES = ("auto", "local", "openai", "none")
 
 
@@ -44,11 +46,9 @@ def eval_command(
     only: Annotated[list[str] | None, typer.Option(
         "--scenario", help="Run only this scenario (repeatable).")] = None,
     allow_env: Annotated[list[str] | None, typer.Option(
-        "--allow-env", metavar="NAME", help="An environment variable the program may read (repeatable; * and ? "
-                                            "patterns; FRONTDESK_* never). Added to FRONTDESK_ALLOW_ENV.")] = None,
+        "--allow-env", metavar="NAME", help=ALLOW_ENV_HELP)] = None,
     allow_path: Annotated[list[str] | None, typer.Option(
-        "--allow-path", metavar="DIR", help="A folder outside its own the program may use files from "
-                                            "(repeatable). Added to FRONTDESK_ALLOW_PATH.")] = None,
+        "--allow-path", metavar="DIR", help=ALLOW_PATH_HELP)] = None,
 ) -> None:
     """Evaluate a program with simulated users: scenarios (a persona with goals) and evaluators (rules or an
     LLM judge); a table, and optionally HTML and JSON reports. Exit status: 0 all passed (or, with
