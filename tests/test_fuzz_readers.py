@@ -151,3 +151,19 @@ def test_an_expression_too_long_to_read_is_located_at_its_line():
     if node is not None and not problems:
         pytest.skip("this interpreter's stack reads 3,000 terms: nothing to locate")
     assert problems and problems[0].span.line == 4 and problems[0].span.column >= 5
+
+
+def test_a_long_time_index_is_located_too():
+    text = "P[@T]: {\n  U: {\n    env.user_input[@T" + "-1" * 30000 + "]\n  }\n}\n"
+    node, diagnostics = parse_acdl(text, "index.acdl")
+    assert node is None and [(d.span.line, d.span.column) for d in diagnostics] == [(3, 20)]
+
+
+def test_an_adl_hole_of_thousands_of_parts_is_a_located_error(tmp_path):
+    hole = ".".join(["a"] * 5000)
+    (tmp_path / "agents.yml").write_text(f'main:\n  type: flow agent\n  steps:\n    - bot: "hi ${{{hole}}}"\n',
+                                         encoding="utf-8")
+    program, diagnostics = load_program(tmp_path)
+    errors = [d for d in diagnostics if d.is_error]
+    assert len(errors) == 1 and errors[0].code != "FD002"
+    assert (errors[0].span.line, errors[0].span.column) == (4, 18) and "64 parts" in errors[0].message

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from frontdesk.expr.evaluator import EvalEnv, Locals, bind, evaluate, iterable_items
-from frontdesk.expr.parser import collect_refs
+from frontdesk.expr.parser import MAX_NESTING_DEPTH, collect_refs
 from frontdesk.expr.values import EvalError, format_value, is_true
 from frontdesk.ir.expr import (
     EachPart,
@@ -89,6 +89,8 @@ def _parse_hole(inner: str, offset: int, agent: str) -> Expr:
     names = [piece.strip() for piece in stripped.split(".")]
     if not all(name.isidentifier() for name in names):
         raise TemplateSyntaxError(f"{stripped!r} is not a valid name", column, hint=_NAME_HINT)
+    if len(names) > MAX_NESTING_DEPTH:  # each part is one more level for everything that reads the IR
+        raise TemplateSyntaxError(f"'${{...}}' names more than {MAX_NESTING_DEPTH} parts", column, hint=_NAME_HINT)
     if len(names) == 1:
         return Ref(scope=agent, name=names[0])
     expr: Expr = Ref(scope=names[0], name=names[1])

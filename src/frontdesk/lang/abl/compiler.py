@@ -131,7 +131,26 @@ def compile_documents(docs: list[Document], bag: DiagnosticBag, entry: str | Non
     program = Program(language="abl", entry=chosen, agents=program_agents, tools=tools,
                       sources=[_relative(d.path, root) for d in docs])
     program.root = str(root.resolve()) if root is not None else ""
+    if root is not None:
+        _missing_tool_files(program, root, bag)
     return program
+
+
+def _missing_tool_files(program: Program, root: Path, bag: DiagnosticBag) -> None:
+    """An error at the first tool of each `python:` file that is not in the project (a file outside
+    its folder is frontdesk.access's to report)."""
+    seen: set[str] = set()
+    for tool in program.tools.values():
+        binding = tool.binding
+        if not isinstance(binding, PythonBinding) or binding.module in seen:
+            continue
+        seen.add(binding.module)
+        written = Path(binding.module)
+        if written.is_absolute() or ".." in written.parts:
+            continue  # outside the project: FD060
+        if not (root / written).is_file():
+            bag.error(codes.READ_ERROR, f"tool {tool.name}: its Python file {binding.module} does not exist",
+                      tool.span, hint=f"python: names a file of the project, relative to {root}")
 
 
 def _relative(path: Path, root: Path | None) -> str:
