@@ -1,0 +1,2 @@
+def get_date(:
+    return [
