@@ -231,7 +231,9 @@ def test_env_sets_variables_for_the_case_only(runner, tmp_path, monkeypatch):
 
 
 def test_a_program_that_does_not_load_is_an_error(runner, tmp_path):
-    path = tmp_path / "test_nothing.yml"
+    deep = tmp_path / "a" / "b" / "c" / "d" / "e"  # the search upward stays in tmp_path, whatever /tmp holds
+    deep.mkdir(parents=True)
+    path = deep / "test_nothing.yml"
     path.write_text("steps:\n  - user: hi\n", encoding="utf-8")
     result = runner.run(load_test_file(path).cases[0])
     assert result.status == "error" and "no program found" in result.reason
