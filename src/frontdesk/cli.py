@@ -32,8 +32,6 @@ out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
-
-
 def styled(*parts: str | tuple[str, str]) -> Text:
     """Text from plain strings and (text, style) pairs; nothing in them is read as markup."""
     return Text.assemble(*parts)
@@ -448,12 +446,12 @@ def chat(
                 if not text:
                     break
                 text = text.rstrip("\n")
-                if text_problem(text) is None:  # a line that cannot be sent is not shown either (below)
-                    out.print(styled(("you>", "bold"), " ", text))
             problem = text_problem(text)
             if problem is not None:  # bytes that are not UTF-8, a NUL: the session could not keep it
                 _note(f"that line was not sent: {problem}", "refused:")
                 continue
+            if lines is None and not interactive:  # a line read from stdin is echoed once it can be sent
+                out.print(styled(("you>", "bold"), " ", text))
             if text.strip() in ("/quit", "/exit"):
                 break
             if not text.strip():

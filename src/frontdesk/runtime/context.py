@@ -726,7 +726,6 @@ class TurnContext:
         return result
 
 
-
 def _keepable_response(response: LLMResponse) -> LLMResponse:
     """The model's answer with its text made keepable (usertext.keepable): a lone surrogate or a NUL that
     a model wrote (a JSON "\\ud800" escape) must not reach a bot message, a tool or the store."""

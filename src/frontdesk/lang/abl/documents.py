@@ -151,13 +151,8 @@ def read_yaml_outline(text: str, shown: str, bag: DiagnosticBag) -> Node | None:
     """An .agent.yaml document as an outline: mappings are entries, sequences are items, and a mapping
     with a `value` key is an entry that has both a value and a block (see docs/abl-yaml.md)."""
     from frontdesk.lang.adl.source import MAX_YAML_DEPTH, yaml_size_problem
-    from frontdesk.lang.adl.yamlnodes import YMap, YScalar, YSeq, compose_yaml, lone_surrogate_span
+    from frontdesk.lang.adl.yamlnodes import YMap, YScalar, YSeq, compose_yaml
 
-    surrogate = lone_surrogate_span(text, shown)  # text given as a string; the YAML parser cannot take it
-    if surrogate is not None:
-        bag.error(codes.YAML_SYNTAX, f"the text holds a lone surrogate ({surrogate[0]}), which is not a character",
-                  surrogate[1], hint="save the file as UTF-8 text")
-        return None
     problem = yaml_size_problem(text)  # before composing: PyYAML recurses on nesting
     if problem is not None:
         message, line, column = problem

@@ -195,11 +195,8 @@ def parse_syntax(text: str, filename: str = "<acdl>") -> tuple[File | None, list
         file_node = builder.transform(tree)
     except VisitError as exc:  # never a traceback for users
         if isinstance(exc.orig_exc, RecursionError):
-            meta = getattr(getattr(exc, "obj", None), "meta", None)  # the node being read when it ran out
-            where = Span(file=filename, line=meta.line, column=meta.column) \
-                if meta is not None and not getattr(meta, "empty", True) else Span(file=filename)
             bag.error(
-                codes.SYNTAX, "an expression is too long or nests too deeply to read", where,
+                codes.SYNTAX, "an expression is too long or nests too deeply to read", Span(file=filename),
                 hint="split long expressions with Name definitions",
             )
         else:  # pragma: no cover - a bug in the builder

@@ -77,6 +77,8 @@ def yaml_size_problem(text: str) -> tuple[str, int, int] | None:
             line, column = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
             return (f"the YAML document is nested more than {MAX_YAML_DEPTH} levels deep", line, column)
         return None
+    except UnicodeEncodeError:  # a lone surrogate in text given as a string: compose_yaml reports it
+        return None
     return None
 
 

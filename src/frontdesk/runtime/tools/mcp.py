@@ -32,13 +32,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from frontdesk.access import EnvRefused, ProgramEnvironment, mcp_escapes, program_environment
+from frontdesk.access import ENV_HOLE, EnvRefused, ProgramEnvironment, mcp_escapes, program_environment
 from frontdesk.ir.models import McpBinding, McpServer, ToolDef
 
 from .python import Returned
 from .result import TOO_SLOW_MESSAGE, failed, text_of
 
-_ENV_HOLE = re.compile(r"\{\{\s*env\.([A-Za-z_]\w*)\s*\}\}|\{env\.([A-Za-z_]\w*)\}")
 _GRACE = 2.0  # seconds the caller waits beyond a call's own limit for the loop to answer
 _CLOSE_WAIT = 5.0  # seconds close() waits for the sessions to end
 _ERROR_TEXT = 300  # characters of a tool's error text shown to the caller
@@ -65,7 +64,7 @@ def _fill_env(template: str, env: ProgramEnvironment) -> str:
             raise McpUnavailable("config", f"the environment variable {name} is not set")
         return value
 
-    return _ENV_HOLE.sub(one, template)
+    return ENV_HOLE.sub(one, template)
 
 
 def where(server: McpServer) -> str:
