@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 from frontdesk.diagnostics import format_all
-from frontdesk.lang.acdl import load_acdl
+from frontdesk.acdl import load_acdl
 
 SHARED = next((p for p in (Path(__file__).resolve().parents[2] / "shared", Path("/work/shared")) if p.is_dir()),
               Path("/work/shared"))

@@ -289,7 +289,7 @@ def _render(diags, format_all) -> None:
 
 def _check_acdl(path: Path) -> bool:
     from frontdesk.diagnostics import format_all
-    from frontdesk.lang.acdl import format_acdl, load_acdl
+    from frontdesk.acdl import format_acdl, load_acdl
 
     file_ast, diags = load_acdl(path)
     _render(diags, format_all)
@@ -305,7 +305,7 @@ def _check_text(reader: str, fmt: str, text: str) -> None:
 
     bag = DiagnosticBag()
     if reader == "acdl":
-        from frontdesk.lang.acdl import parse_acdl
+        from frontdesk.acdl import parse_acdl
 
         parse_acdl(text, "<fuzz>")
     elif reader == "abl" and fmt == "abl":
@@ -317,9 +317,10 @@ def _check_text(reader: str, fmt: str, text: str) -> None:
 
         read_yaml_outline(text, "<fuzz>", bag)
     else:
-        from frontdesk.lang.adl.yamlnodes import compose_yaml
+        from frontdesk.lang.adl.codes import YAML
+        from frontdesk.yamlsource.nodes import compose_yaml
 
-        compose_yaml(text, "<fuzz>", bag)
+        compose_yaml(text, "<fuzz>", bag, YAML)
 
 
 @dataclass

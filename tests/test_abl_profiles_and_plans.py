@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from frontdesk.lang.abl.compiler import load_abl
-from frontdesk.lang.acdl import parse_acdl
-from frontdesk.lang.acdl.verify import verify_calls
+from frontdesk.acdl import parse_acdl
+from frontdesk.acdl.verify import verify_calls
 from frontdesk.llm.scripted import ScriptedProvider
 from frontdesk.runtime import rules
 from frontdesk.runtime.describe import describe_program

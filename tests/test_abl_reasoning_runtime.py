@@ -364,8 +364,8 @@ def test_a_long_conversation_is_compacted_with_a_model_summary_and_the_transcrip
     assert sum(1 for m in frame.data.messages if m.get("role") == "user") == 5  # the transcript is whole
     assert frame.data.compacted > 0
     # the ACDL description covers the summary call and the summary in the system prompt
-    from frontdesk.lang.acdl import parse_acdl
-    from frontdesk.lang.acdl.verify import verify_calls
+    from frontdesk.acdl import parse_acdl
+    from frontdesk.acdl.verify import verify_calls
     from frontdesk.runtime.describe import describe_program
 
     file_ast, diags = parse_acdl(describe_program(eng.program), "desk.acdl")
@@ -430,8 +430,8 @@ def test_adl_prompts_are_unchanged_by_the_abl_sections(tmp_path):
 
 
 def test_the_acdl_description_follows_the_abl_prompt_and_recorded_calls_verify(tmp_path, monkeypatch):
-    from frontdesk.lang.acdl import parse_acdl
-    from frontdesk.lang.acdl.verify import verify_calls
+    from frontdesk.acdl import parse_acdl
+    from frontdesk.acdl.verify import verify_calls
     from frontdesk.runtime.describe import describe_program
     from frontdesk.testing import load_conversation, run_conversation, scripted_model
 

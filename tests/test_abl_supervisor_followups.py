@@ -314,8 +314,8 @@ def test_a_request_model_is_sent_by_the_openai_provider_and_ignored_by_the_scrip
 
 
 def test_the_classify_call_is_described_in_acdl_and_recorded_calls_verify(tmp_path):
-    from frontdesk.lang.acdl import parse_acdl
-    from frontdesk.lang.acdl.verify import verify_calls
+    from frontdesk.acdl import parse_acdl
+    from frontdesk.acdl.verify import verify_calls
     from frontdesk.runtime.describe import describe_program
 
     program = _router_program(tmp_path, "mode: sequential\n")

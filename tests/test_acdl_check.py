@@ -10,8 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 from frontdesk.diagnostics import Severity
-from frontdesk.lang.acdl import check_acdl, codes, load_acdl, parse_acdl
-from frontdesk.lang.acdl.cli import app
+from frontdesk.acdl import check_acdl, codes, load_acdl, parse_acdl
+from frontdesk.acdl.cli import app
 
 INVALID_DIR = Path(__file__).parent / "acdl_invalid"
 INVALID_FILES = sorted(INVALID_DIR.glob("*.acdl"))

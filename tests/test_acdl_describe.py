@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from frontdesk.lang import load_program
-from frontdesk.lang.acdl import parse_acdl
+from frontdesk.acdl import parse_acdl
 from frontdesk.runtime.describe import describe_program
-from frontdesk.lang.acdl.verify import verify_calls
+from frontdesk.acdl.verify import verify_calls
 from frontdesk.testing import load_conversation, run_conversation, scripted_model
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -61,7 +61,7 @@ def test_description_parses_and_every_recorded_call_conforms(example):
 def test_description_renders(example):
     import xml.etree.ElementTree as ET
 
-    from frontdesk.lang.acdl.render import render_html, render_svg
+    from frontdesk.acdl.render import render_html, render_svg
 
     _, _, file_ast = described(example)
     svg = render_svg(file_ast)

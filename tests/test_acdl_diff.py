@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from frontdesk.lang.acdl import parse_acdl
-from frontdesk.lang.acdl.diff import diff_acdl, render_diff_html
-from frontdesk.lang.acdl.render_cli import acdl_app
+from frontdesk.acdl import parse_acdl
+from frontdesk.acdl.diff import diff_acdl, render_diff_html
+from frontdesk.acdl.render_cli import acdl_app
 
 # the shared folder beside the repository (../shared), or where the workplace keeps it
 SHARED = next((p for p in (Path(__file__).resolve().parents[2] / "shared", Path("/work/shared")) if p.is_dir()),

@@ -11,13 +11,13 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from frontdesk.lang.acdl import parse_acdl
-from frontdesk.lang.acdl import render as render_mod
-from frontdesk.lang.acdl.ast import TimeName, node_from_dict, walk
-from frontdesk.lang.acdl.diff import diff_acdl
-from frontdesk.lang.acdl.printer import format_acdl
-from frontdesk.lang.acdl.render import WRAP_COLUMNS, VBlock, VLine, build_view, export, render_html, render_svg
-from frontdesk.lang.acdl.verify import verify_calls
+from frontdesk.acdl import parse_acdl
+from frontdesk.acdl import render as render_mod
+from frontdesk.acdl.ast import TimeName, node_from_dict, walk
+from frontdesk.acdl.diff import diff_acdl
+from frontdesk.acdl.printer import format_acdl
+from frontdesk.acdl.render import WRAP_COLUMNS, VBlock, VLine, build_view, export, render_html, render_svg
+from frontdesk.acdl.verify import verify_calls
 
 # "bind a name to a time index and use it as an index value" (the reference's compaction example)
 COMPACTION = """

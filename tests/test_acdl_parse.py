@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from frontdesk.lang.acdl import format_acdl, load_acdl, parse_acdl
-from frontdesk.lang.acdl.ast import (
+from frontdesk.acdl import format_acdl, load_acdl, parse_acdl
+from frontdesk.acdl.ast import (
     BinaryOp,
     BoolOp,
     Break,
@@ -458,7 +458,7 @@ def test_fragment_invocations_of_both_kinds() -> None:
 
 
 def test_fragment_kind_of_an_undefined_fragment_comes_from_its_context() -> None:
-    from frontdesk.lang.acdl.parser import parse_syntax
+    from frontdesk.acdl.parser import parse_syntax
 
     file_ast, diags = parse_syntax("P[@T]: {\n  Frag Outer[@T]\n  U: {\n    Frag Inner\n  }\n}")
     assert diags == [] and file_ast is not None
@@ -511,7 +511,7 @@ def test_empty_file_and_comment_only_file() -> None:
 
 
 def test_printer_adds_parentheses_where_precedence_needs_them() -> None:
-    from frontdesk.lang.acdl import format_expr
+    from frontdesk.acdl import format_expr
 
     t, k = PlainName("t"), PlainName("k")
     assert format_expr(BinaryOp("*", BinaryOp("+", t, k), Literal(2, "number"))) == "(t + k) * 2"

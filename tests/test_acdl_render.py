@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from frontdesk.lang.acdl import parse_acdl
-from frontdesk.lang.acdl import render as render_mod
-from frontdesk.lang.acdl.render import ExportError, export, measure_file, render_html, render_svg
-from frontdesk.lang.acdl.render_cli import acdl_app
+from frontdesk.acdl import parse_acdl
+from frontdesk.acdl import render as render_mod
+from frontdesk.acdl.render import ExportError, export, measure_file, render_html, render_svg
+from frontdesk.acdl.render_cli import acdl_app
 
 # the shared folder beside the repository (../shared), or where the workplace keeps it
 SHARED = next((p for p in (Path(__file__).resolve().parents[2] / "shared", Path("/work/shared")) if p.is_dir()),
@@ -322,8 +322,8 @@ def test_render_command_without_converter_says_what_to_install(tmp_path: Path, m
 def test_fragment_given_as_an_argument_renders_with_its_arguments():
     import re
 
-    from frontdesk.lang.acdl import parse_acdl
-    from frontdesk.lang.acdl.render import render_svg
+    from frontdesk.acdl import parse_acdl
+    from frontdesk.acdl.render import render_svg
 
     text = "StrFrag D[x]: {\n    env.doc[x]\n}\nP[@T]: {\n    U: summarize(Frag D[1])\n}\n"
     file_ast, diags = parse_acdl(text, "frag.acdl")

@@ -1,7 +1,7 @@
 """The verifier's pattern semantics on hand-written specifications and calls."""
 
-from frontdesk.lang.acdl import parse_acdl
-from frontdesk.lang.acdl.verify import verify_calls
+from frontdesk.acdl import parse_acdl
+from frontdesk.acdl.verify import verify_calls
 
 SPEC = """
 Chat[@T]: {

@@ -14,8 +14,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 import fuzz_readers  # noqa: E402
 from frontdesk.diagnostics import Diagnostic, DiagnosticBag, Span, format_all  # noqa: E402
 from frontdesk.lang import load_program  # noqa: E402
-from frontdesk.lang.acdl import parse_acdl  # noqa: E402
-from frontdesk.lang.acdl.checker import SUGGESTION_BUDGET  # noqa: E402
+from frontdesk.acdl import parse_acdl  # noqa: E402
+from frontdesk.acdl.checker import SUGGESTION_BUDGET  # noqa: E402
 
 # A few hundred inputs in all, seed fixed: the same inputs on every run. The one-off large run and its
 # counts are in bench/fuzz_readers.md.
@@ -89,9 +89,10 @@ def test_template_blocks_at_the_limit_still_compile(tmp_path):
 def test_lone_surrogate_in_yaml_text_is_a_located_error(text):
     # before: UnicodeEncodeError from the YAML parser (text handed over as a string)
     from frontdesk.lang.abl.documents import read_yaml_outline
-    from frontdesk.lang.adl.yamlnodes import compose_yaml
+    from frontdesk.lang.adl.codes import YAML
+    from frontdesk.yamlsource.nodes import compose_yaml
 
-    for read in (read_yaml_outline, compose_yaml):
+    for read in (read_yaml_outline, lambda text, file, bag: compose_yaml(text, file, bag, YAML)):
         bag = DiagnosticBag()
         assert read(text, "t.yaml", bag) is None
         assert len(bag.items) == 1 and bag.items[0].span.line == 2 and "surrogate" in bag.items[0].message
@@ -105,7 +106,7 @@ def test_alias_bomb_is_refused_before_it_is_expanded(tmp_path):
     import yaml
 
     from frontdesk.lang.adl import load_adl
-    from frontdesk.lang.adl.yamlnodes import _Converter, _expanded_size
+    from frontdesk.yamlsource.nodes import _Converter, _expanded_size
 
     _, diags = load_adl(tmp_path / "agents.yml")
     assert [d.code for d in diags if d.is_error] == ["ADL001"] and "too large" in diags[0].message

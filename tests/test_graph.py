@@ -15,7 +15,7 @@ from frontdesk.analysis.graph import draw_program, layered_layout
 from frontdesk.analysis.lint import agent_cycles, flow_loops, lint_program
 from frontdesk.cli import app
 from frontdesk.lang import load_program
-from frontdesk.lang.acdl import render as render_mod
+from frontdesk.acdl import render as render_mod
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 SVG = "{http://www.w3.org/2000/svg}"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from frontdesk.app import knowledge_for
-from frontdesk.lang.acdl import parse_acdl
+from frontdesk.acdl import parse_acdl
 from frontdesk.lang.adl import load_adl
 from frontdesk.llm.scripted import ScriptedProvider
 from frontdesk.runtime.describe import describe_program

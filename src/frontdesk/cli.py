@@ -747,8 +747,8 @@ def _serve_name(given: str) -> str:
 
 
 def _mount_acdl() -> None:
-    from frontdesk.lang.acdl.cli import app as acdl_app
-    from frontdesk.lang.acdl.render_cli import diff_command, render_command
+    from frontdesk.acdl.cli import app as acdl_app
+    from frontdesk.acdl.render_cli import diff_command, render_command
 
     acdl_app.command("render", help="Render a specification as HTML, SVG, PNG or PDF.")(render_command)
     acdl_app.command("diff", help="Structural diff of two specifications (exit status 1 when they differ).")(
@@ -765,8 +765,8 @@ def verify_command(
     store: str = typer.Option(None, "--store", help="Session store for a session id."),
 ) -> None:
     """Report, per LLM call, whether its messages conform to the specification (the first mismatch if not)."""
-    from frontdesk.lang.acdl import load_acdl
-    from frontdesk.lang.acdl.verify import verify_calls
+    from frontdesk.acdl import load_acdl
+    from frontdesk.acdl.verify import verify_calls
 
     file_ast, diags = load_acdl(spec)
     if file_ast is None or any(d.is_error for d in diags):

@@ -847,7 +847,7 @@ def draw_program(program: Program, agent: str | None = None, cycle_code: str | N
 def svg_to_png(svg: str, width: float, height: float, path: Path, scale: float = 1.0) -> Path:
     """Render the SVG to a PNG file with headless Chromium (as ACDL's export does), or cairosvg when
     Chromium is missing and cairosvg is installed. Raises ExportError naming what to install."""
-    from frontdesk.lang.acdl import render
+    from frontdesk.acdl import render
 
     path = Path(path)
     binary = render.chromium_path()

@@ -38,7 +38,7 @@ def graph_command(
         raise typer.Exit(2)
 
     from frontdesk.analysis.graph import draw_program, svg_to_png
-    from frontdesk.lang.acdl.render import ExportError
+    from frontdesk.acdl.render import ExportError
 
     picture = draw_program(prog, agent)
     if output is None:

@@ -23,7 +23,8 @@ from frontdesk.diagnostics import (
     Span,
     did_you_mean,
 )
-from frontdesk.lang.adl.yamlnodes import (
+from frontdesk.yamlsource import (
+    YamlCodes,
     YMap,
     YNode,
     YScalar,
@@ -40,6 +41,7 @@ WRONG_TYPE = "TST003"
 MISSING = "TST004"
 BAD_VALUE = "TST005"  # a regex that does not compile, a date that is not one, an unknown fixture, ...
 NO_PROGRAM = "TST006"
+_YAML = YamlCodes(read_error=SYNTAX, syntax=SYNTAX, duplicate_key=SYNTAX, document="a test file")
 
 # what a case may say, at the top of a one-conversation file, in a case of `test_cases:`, and (but
 # `steps`) beside `test_cases:` as defaults
@@ -192,9 +194,7 @@ def load_test_file(path: str | Path) -> TestFile:
 
 def parse_test_file(text: str, path: Path) -> TestFile:
     bag = DiagnosticBag()
-    root = compose_yaml(text, str(path), bag)
-    for diag in bag.items:  # the YAML reader's own codes are ADL's
-        diag.code = SYNTAX
+    root = compose_yaml(text, str(path), bag, _YAML)
     if bag.has_errors:
         raise TestFormatError(bag.sorted(), text)
     reader = _Reader(path, bag)

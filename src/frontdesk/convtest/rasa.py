@@ -16,7 +16,8 @@ from typing import Any
 import yaml
 
 from frontdesk.diagnostics import DiagnosticBag
-from frontdesk.lang.adl.yamlnodes import (
+from frontdesk.yamlsource import (
+    YamlCodes,
     YMap,
     YNode,
     YScalar,
@@ -24,6 +25,9 @@ from frontdesk.lang.adl.yamlnodes import (
     compose_yaml,
     to_python,
 )
+
+# a Rasa file that is not YAML fails the conversion as a whole (ValueError): the codes only label the text
+_YAML = YamlCodes(read_error="TST001", syntax="TST001", duplicate_key="TST001", document="a Rasa test file")
 
 # Rasa's own actions: they have no Frontdesk tool to stand for
 RASA_BUILTIN_ACTIONS = ("action_listen", "action_restart", "action_session_start", "action_default_fallback",
@@ -76,7 +80,7 @@ def convert_rasa(text: str, file: str = "<rasa>", program=None) -> Conversion:
     """A Rasa e2e test file's text as a Frontdesk test document. `program` (optional, the loaded program)
     decides the shape of stubbed tool results (its tools' convention). ValueError: not a Rasa test file."""
     bag = DiagnosticBag()
-    root = compose_yaml(text, file, bag)
+    root = compose_yaml(text, file, bag, _YAML)
     if bag.has_errors or root is None:
         raise ValueError("\n".join(d.format(text) for d in bag.items) or f"{file}: the file is empty")
     if not isinstance(root, YMap) or "test_cases" not in root:

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from frontdesk.diagnostics import Diagnostic, DiagnosticBag, Span, did_you_mean
+from frontdesk.yamlsource import YamlCodes
 
 FORMAT_SYNTAX = "EVAL001"  # YAML syntax (or a duplicate key)
 FORMAT_SHAPE = "EVAL002"  # a value of the wrong kind (a list where a mapping belongs, ...)
@@ -44,6 +45,7 @@ FORMAT_DUPLICATE = "EVAL006"  # two scenarios with one name
 FORMAT_EVALUATOR = "EVAL007"  # an evaluator with no kind, or two
 FORMAT_SCRIPT = "EVAL008"  # a scripted answer the scripted model would refuse
 FORMAT_READ = "EVAL009"  # the file cannot be read
+_YAML = YamlCodes(read_error=FORMAT_READ, syntax=FORMAT_SYNTAX, duplicate_key=FORMAT_SYNTAX, document="a scenario file")
 
 DEFAULT_MAX_TURNS = 10
 MAX_TURNS_LIMIT = 200
@@ -156,7 +158,7 @@ def load_scenarios(path: str | Path, script: str | Path | None = None) -> tuple[
 def _compose(path: Path, bag: DiagnosticBag):
     """The file's located YAML tree, or None with a diagnostic."""
     from frontdesk.diagnostics import SourceReadError, read_source_bytes
-    from frontdesk.lang.adl.yamlnodes import compose_yaml
+    from frontdesk.yamlsource import compose_yaml
 
     try:
         text = read_source_bytes(path).decode("utf-8")
@@ -167,12 +169,9 @@ def _compose(path: Path, bag: DiagnosticBag):
         bag.error(FORMAT_READ, f"{path} is not UTF-8 text", Span(file=str(path), line=1, column=1),
                   hint="save the file as UTF-8")
         return None
-    inner = DiagnosticBag()
-    root = compose_yaml(text, str(path), inner)
-    for diag in inner.items:  # the YAML layer's own codes become this format's
-        bag.add(Diagnostic(FORMAT_SYNTAX, diag.message, diag.span, diag.severity,
-                           (diag.hint or "").replace("an ADL program is", "a scenario file is") or None))
-    if root is None and not inner.items:
+    before = len(bag.items)
+    root = compose_yaml(text, str(path), bag, _YAML)
+    if root is None and len(bag.items) == before:
         bag.error(FORMAT_SHAPE, f"{path} is empty", Span(file=str(path), line=1, column=1),
                   hint="a scenario file is a mapping with a 'scenarios:' list")
     return root
@@ -190,7 +189,7 @@ class _Reader:
         self.bag.error(code, message, span, hint)
 
     def mapping(self, node: Any, what: str, hint: str | None = None):
-        from frontdesk.lang.adl.yamlnodes import YMap, kind_name
+        from frontdesk.yamlsource import YMap, kind_name
 
         if isinstance(node, YMap):
             return node
@@ -206,7 +205,7 @@ class _Reader:
                            f"the keys of {what} are: {', '.join(allowed)}")
 
     def text(self, node: Any, what: str) -> str | None:
-        from frontdesk.lang.adl.yamlnodes import YScalar, kind_name
+        from frontdesk.yamlsource import YScalar, kind_name
 
         if isinstance(node, YScalar) and not (node.plain and node.value is None):
             return node.text
@@ -214,7 +213,7 @@ class _Reader:
         return None
 
     def texts(self, node: Any, what: str) -> list[str] | None:
-        from frontdesk.lang.adl.yamlnodes import YScalar, YSeq
+        from frontdesk.yamlsource import YScalar, YSeq
 
         if isinstance(node, YScalar):
             one = self.text(node, what)
@@ -226,7 +225,7 @@ class _Reader:
         return None
 
     def count(self, node: Any, what: str, low: int = 1, high: int = MAX_TURNS_LIMIT) -> int | None:
-        from frontdesk.lang.adl.yamlnodes import YScalar, kind_name
+        from frontdesk.yamlsource import YScalar, kind_name
 
         value = node.value if isinstance(node, YScalar) and node.plain else None
         if isinstance(value, bool) or not isinstance(value, int):
@@ -238,7 +237,7 @@ class _Reader:
         return value
 
     def flag(self, node: Any, what: str) -> bool | None:
-        from frontdesk.lang.adl.yamlnodes import YScalar, kind_name
+        from frontdesk.yamlsource import YScalar, kind_name
 
         value = node.value if isinstance(node, YScalar) and node.plain else None
         if not isinstance(value, bool):
@@ -261,7 +260,7 @@ class _Reader:
         return text
 
     def fixtures(self, node: Any) -> dict[str, Any] | None:
-        from frontdesk.lang.adl.yamlnodes import to_python
+        from frontdesk.yamlsource import to_python
 
         fixtures = self.mapping(node, "fixtures", "write `fixtures: {agent.argument: value}`")
         if fixtures is None:
@@ -299,7 +298,7 @@ class _Reader:
             self.error(FORMAT_MISSING_KEY, "a scenario file needs a 'scenarios:' list", top,
                        "write `scenarios:` followed by `- name: ...` items")
             return None
-        from frontdesk.lang.adl.yamlnodes import YSeq
+        from frontdesk.yamlsource import YSeq
 
         if not isinstance(listed, YSeq) or not listed.items:
             self.error(FORMAT_SHAPE, "'scenarios' must be a non-empty list of scenarios", listed)
@@ -319,7 +318,7 @@ class _Reader:
             scenarios.append(scenario)
         script = top.get("script")
         if script is not None:
-            from frontdesk.lang.adl.yamlnodes import YScalar
+            from frontdesk.yamlsource import YScalar
 
             if isinstance(script, YScalar):
                 name = self.text(script, "script")
@@ -380,7 +379,7 @@ class _Reader:
     # -- evaluators --
 
     def evaluators(self, node: Any) -> list[Evaluator] | None:
-        from frontdesk.lang.adl.yamlnodes import YSeq
+        from frontdesk.yamlsource import YSeq
 
         if not isinstance(node, YSeq) or not node.items:
             self.error(FORMAT_SHAPE, "'evaluators' must be a non-empty list", node,
@@ -402,7 +401,7 @@ class _Reader:
         return None if failed else out
 
     def evaluator(self, node: Any) -> Evaluator | None:
-        from frontdesk.lang.adl.yamlnodes import YScalar, to_python
+        from frontdesk.yamlsource import YScalar, to_python
 
         if isinstance(node, YScalar) and node.text in ("ended", "completed", "escalated"):
             node_value = node  # `- completed` is short for `- completed: true`
@@ -502,7 +501,7 @@ class _Reader:
         return Evaluator(kind, target, (label or default).strip() or default, options, span)
 
     def said(self, node: Any, kind: str) -> tuple[str | None, bool]:
-        from frontdesk.lang.adl.yamlnodes import YMap
+        from frontdesk.yamlsource import YMap
 
         if isinstance(node, YMap):
             self.keys(node, TEXT_FORMS, f"'{kind}'")
@@ -531,7 +530,7 @@ class _Reader:
     # -- scripts --
 
     def script(self, node: Any, what: str) -> Script | None:
-        from frontdesk.lang.adl.yamlnodes import YSeq, to_python
+        from frontdesk.yamlsource import YSeq, to_python
         from frontdesk.llm.base import ScriptError
         from frontdesk.llm.scripted import _validate_entry
 

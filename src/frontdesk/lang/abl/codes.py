@@ -40,3 +40,10 @@ ORPHAN_CONSENT = "ABL106"  # consent: without auth_profile (ignored)
 ENTITY_REF_WITH_TYPE = "ABL107"  # a field with ENTITY_REF that also declares TYPE / OPTIONS / VALUES
 DEPRECATED = "ABL108"  # a deprecated form (MODE:, legacy recall event names)
 IGNORED = "ABL109"  # accepted for compatibility but without effect here (top-level GATHER strategy, ...)
+
+
+from frontdesk.yamlsource.codes import YamlCodes  # noqa: E402
+
+# the codes an .agent.yaml document and a project's config.yml are read under
+YAML = YamlCodes(read_error=READ_ERROR, syntax=YAML_SYNTAX, duplicate_key=YAML_SYNTAX, wrong_type=WRONG_SHAPE,
+                 ignored=IGNORED, document="an .agent.yaml file")

@@ -76,11 +76,11 @@ def load_abl(paths: Path | list[Path], entry: str | None = None) -> tuple[Progra
     docs = [d for d in (read_document(f, str(f), bag) for f in files) if d is not None]
     program = compile_documents(docs, bag, entry=entry, root=root)
     if program is not None and root.is_dir():  # project settings: config.yml beside the agents, as for ADL
-        from frontdesk.lang.adl.config import find_config, load_settings
+        from frontdesk.yamlsource import find_config, load_settings
 
         config = find_config(root)
         if config is not None:
-            program.settings = load_settings(config, str(config), bag)
+            program.settings = load_settings(config, str(config), bag, codes.YAML)
             program.sources.append(config.name)
     return program, _without_echoes(bag.items)
 

@@ -150,8 +150,7 @@ def _short(text: str | None, limit: int = 40) -> str:
 def read_yaml_outline(text: str, shown: str, bag: DiagnosticBag) -> Node | None:
     """An .agent.yaml document as an outline: mappings are entries, sequences are items, and a mapping
     with a `value` key is an entry that has both a value and a block (see docs/abl-yaml.md)."""
-    from frontdesk.lang.adl.source import MAX_YAML_DEPTH, yaml_size_problem
-    from frontdesk.lang.adl.yamlnodes import YMap, YScalar, YSeq, compose_yaml
+    from frontdesk.yamlsource import MAX_YAML_DEPTH, YMap, YScalar, YSeq, compose_yaml, yaml_size_problem
 
     problem = yaml_size_problem(text)  # before composing: PyYAML recurses on nesting
     if problem is not None:
@@ -161,11 +160,9 @@ def read_yaml_outline(text: str, shown: str, bag: DiagnosticBag) -> Node | None:
                   hint=f"flatten it: an agent needs far fewer than {MAX_YAML_DEPTH} levels" if deep
                   else "split the document: an agent needs a few thousand YAML nodes")
         return None
-    yaml_bag = DiagnosticBag()
-    document = compose_yaml(text, shown, yaml_bag)
-    for problem in yaml_bag.items:
-        bag.error(codes.YAML_SYNTAX, problem.message, problem.span, problem.hint)
-    if yaml_bag.has_errors:
+    failed = bag.has_errors
+    document = compose_yaml(text, shown, bag, codes.YAML)
+    if bag.has_errors and not failed:
         return None
     root = Node(key=None, value=None, span=Span(file=shown, line=1, column=1))
     if document is None:

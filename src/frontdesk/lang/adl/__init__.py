@@ -11,13 +11,12 @@ from frontdesk.analysis.listen import annotate_listens
 from frontdesk.lang.adl.conventions import apply_adl_conventions
 from frontdesk.diagnostics import Diagnostic, DiagnosticBag, Span
 from frontdesk.ir.models import Program
+from frontdesk.yamlsource import CONFIG_NAMES, YMap, YScalar, YSeq, compose_yaml, find_config, kind_name, load_settings
+from frontdesk.yamlsource import read_yaml_text
 
 from . import codes
-from .config import CONFIG_NAMES, find_config, load_settings
 from .frontend import AdlLowering
-from .source import read_yaml_text
 from .tools import ToolCatalog, default_tool_files, discover_tools
-from .yamlnodes import YMap, YScalar, YSeq, compose_yaml, kind_name
 
 __all__ = ["load_adl", "ADL_ANALYSIS_CODES"]
 
@@ -75,10 +74,10 @@ def _file_mode(path: Path) -> int | None:
 
 
 def _load_file(file_path: Path, shown: str, bag: DiagnosticBag) -> Program | None:
-    text = read_yaml_text(file_path, shown, bag)
+    text = read_yaml_text(file_path, shown, bag, codes.YAML)
     if text is None:
         return None
-    document = compose_yaml(text, shown, bag)
+    document = compose_yaml(text, shown, bag, codes.YAML)
     if document is None and bag.has_errors:
         return None
     if not isinstance(document, YMap):
@@ -103,7 +102,7 @@ def _apply_config(program: Program, root: Path, shown: str, bag: DiagnosticBag) 
     """Read config.yml (or config.yaml) beside the program into program.settings."""
     config = find_config(root)
     if config is not None:
-        program.settings = load_settings(config, str(Path(shown).parent / config.name), bag)
+        program.settings = load_settings(config, str(Path(shown).parent / config.name), bag, codes.YAML)
         program.sources.append(config.name)
 
 

@@ -48,3 +48,10 @@ UNREACHABLE_STEP = "ADL040"
 RECURSION = "ADL041"
 UNUSED_SUBFLOW = "ADL042"
 UNUSED_AGENT = "ADL043"
+
+
+from frontdesk.yamlsource.codes import YamlCodes  # noqa: E402
+
+# the codes ADL's YAML files (the program and its config.yml) are read under
+YAML = YamlCodes(read_error=READ_ERROR, syntax=YAML_SYNTAX, duplicate_key=DUPLICATE_KEY, wrong_type=WRONG_TYPE,
+                 ignored=CONFIG_IGNORED, document="an ADL program")

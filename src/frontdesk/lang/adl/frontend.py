@@ -28,7 +28,7 @@ from .policy_text import read_policy
 from .scope import AgentFacts, ProgramScope, collect_called_names, is_name, is_phrase_name, reference_form
 from .steps import StepLowering, begin_block_names, inner_span, name_value_pairs, strip_fullwidth_marker
 from .tools import ToolCatalog
-from .yamlnodes import YMap, YNode, YScalar, YSeq, kind_name
+from frontdesk.yamlsource.nodes import YMap, YNode, YScalar, YSeq, kind_name
 
 AGENT_TYPES = {
     "kb agent": "knowledge",

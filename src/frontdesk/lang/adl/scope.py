@@ -10,7 +10,7 @@ from frontdesk.ir.models import Expr, Lit, Ref
 
 from . import codes
 from .tools import ToolCatalog
-from .yamlnodes import YMap, YNode, YScalar, YSeq, to_python
+from frontdesk.yamlsource.nodes import YMap, YNode, YScalar, YSeq, to_python
 
 PSEUDO_ARGS = ("status", "message", "success", "error")
 NAME_PATTERN = re.compile(r"[^\W\d]\w*\Z")

@@ -35,7 +35,7 @@ from frontdesk.ir.models import (
 
 from . import codes
 from .scope import ARG_PATH_PATTERN, ProgramScope, is_name
-from .yamlnodes import YMap, YNode, YScalar, YSeq, kind_name
+from frontdesk.yamlsource.nodes import YMap, YNode, YScalar, YSeq, kind_name
 
 STEP_KEYWORDS = ("bot", "user", "set", "label", "next", "call", "if", "else if", "else", "return", "begin")
 EXTRA_KEYS: dict[str, tuple[str, ...]] = {

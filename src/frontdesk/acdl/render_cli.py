@@ -23,8 +23,8 @@ EXIT_PARSE_ERROR = 2
 
 def _parse(text: str, filename: str) -> tuple[Any, list[Diagnostic]]:
     """Parse with the front end's fullest entry point available (parse + checks, else syntax only)."""
-    from frontdesk.lang import acdl as acdl_pkg
-    from frontdesk.lang.acdl import parser
+    from frontdesk import acdl as acdl_pkg
+    from frontdesk.acdl import parser
 
     for owner in (acdl_pkg, parser):
         entry = getattr(owner, "parse_acdl", None)
@@ -62,7 +62,7 @@ def render_command(
     ],
 ) -> None:
     """Render an ACDL specification as SVG, HTML, PNG or PDF."""
-    from frontdesk.lang.acdl.render import ExportError, export
+    from frontdesk.acdl.render import ExportError, export
 
     file_ast = _load_or_exit(file)
     try:
@@ -86,7 +86,7 @@ def diff_command(
     ] = None,
 ) -> None:
     """Structural diff of two ACDL files. Exit status: 0 equal, 1 different, 2 parse error."""
-    from frontdesk.lang.acdl.diff import diff_acdl, render_diff_html
+    from frontdesk.acdl.diff import diff_acdl, render_diff_html
 
     if format not in ("text", "json"):
         err.print(f"error: unknown --format '{format}': use text or json", markup=False)

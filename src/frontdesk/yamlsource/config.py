@@ -1,4 +1,4 @@
-"""Program settings: `config.yml` beside an ADL program, read into ProgramSettings."""
+"""Program settings: `config.yml` beside a program (ADL or ABL), read into ProgramSettings."""
 
 from __future__ import annotations
 
@@ -9,10 +9,13 @@ from pathlib import Path
 from frontdesk.diagnostics import DiagnosticBag, did_you_mean
 from frontdesk.ir.models import ORCHESTRATION_STRATEGIES, ProgramSettings, ThresholdSettings, ToolLimits
 
-from .source import read_yaml_text
-from .yamlnodes import YMap, YScalar, compose_yaml, kind_name, to_python
+from .codes import YamlCodes
+from .nodes import YMap, YScalar, compose_yaml, kind_name, to_python
+from .reading import read_yaml_text
 
-from .codes import CONFIG_IGNORED, WRONG_TYPE
+# problems are first reported under role names and then given the codes of the program's language
+WRONG_TYPE = "wrong_type"
+CONFIG_IGNORED = "ignored"
 
 CONFIG_NAMES = ("config.yml", "config.yaml")
 _INT_KEYS = ("max_consecutive_fallbacks", "history_window")
@@ -35,21 +38,23 @@ def find_config(folder: Path) -> Path | None:
     return None
 
 
-def load_settings(path: Path, shown: str, bag: DiagnosticBag) -> ProgramSettings:
-    """Read a config file; problems are reported and the defaults kept."""
+def load_settings(path: Path, shown: str, bag: DiagnosticBag, codes: YamlCodes) -> ProgramSettings:
+    """Read a config file; problems are reported under `codes` and the defaults kept."""
     settings = ProgramSettings()
-    text = read_yaml_text(path, shown, bag, what="the settings file")
+    text = read_yaml_text(path, shown, bag, codes, what="the settings file")
     if text is None:
         return settings
-    root = compose_yaml(text, shown, bag)
+    root = compose_yaml(text, shown, bag, codes)
     if root is None:
         return settings
+    found = DiagnosticBag()
     if not isinstance(root, YMap):
-        bag.error(WRONG_TYPE, f"the settings file must be a mapping, found {kind_name(root)}", root.span,
-                  hint="write settings as key: value lines, e.g. llm:")
-        return settings
-    for key, value in root.pairs:
-        _apply_setting(settings, key, value, bag)
+        found.error(WRONG_TYPE, f"the settings file must be a mapping, found {kind_name(root)}", root.span,
+                    hint="write settings as key: value lines, e.g. llm:")
+    else:
+        for key, value in root.pairs:
+            _apply_setting(settings, key, value, found)
+    codes.recode(found, bag)
     return settings
 
 

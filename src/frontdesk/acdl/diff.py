@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from frontdesk.lang.acdl.render import (
+from frontdesk.acdl.render import (
     CSS,
     _esc,
     _header_runs,

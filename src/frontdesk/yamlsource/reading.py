@@ -1,4 +1,4 @@
-"""Reading ADL's YAML files safely: file type, size, encoding and YAML size are checked before parsing."""
+"""Reading YAML source files safely: file type, size, encoding and YAML size are checked before parsing."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import yaml
 
 from frontdesk.diagnostics import DiagnosticBag, SourceReadError, Span, read_source_bytes
 
-from .codes import READ_ERROR, YAML_SYNTAX
+from .codes import YamlCodes
 
 # A program needs a few thousand YAML nodes; these bounds refuse absurd documents before they are composed.
 MAX_YAML_NODES = 200_000
@@ -20,29 +20,30 @@ _OPEN_EVENTS = (yaml.SequenceStartEvent, yaml.MappingStartEvent)
 _CLOSE_EVENTS = (yaml.SequenceEndEvent, yaml.MappingEndEvent)
 
 
-def read_yaml_text(path: Path, shown: str, bag: DiagnosticBag, what: str = "the program") -> str | None:
+def read_yaml_text(path: Path, shown: str, bag: DiagnosticBag, codes: YamlCodes,
+                   what: str = "the program") -> str | None:
     """The text of a YAML source file, or None after reporting why it cannot be used."""
     try:
         data = read_source_bytes(path)
     except SourceReadError as exc:
-        bag.error(READ_ERROR, f"cannot read {what}: {exc}", Span(file=shown), hint=exc.hint)
+        bag.error(codes.read_error, f"cannot read {what}: {exc}", Span(file=shown), hint=exc.hint)
         return None
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line, column = _position_of_byte(data, exc.start)
-        bag.error(READ_ERROR, f"{what} is not UTF-8 text (byte 0x{data[exc.start]:02x} at line {line}, column {column})",
+        bag.error(codes.read_error, f"{what} is not UTF-8 text (byte 0x{data[exc.start]:02x} at line {line}, column {column})",
                   Span(file=shown, line=line, column=column), hint="save the file as UTF-8 text")
         return None
     if "\x00" in text:
         line, column = _position_of_byte(data, data.index(b"\x00"))
-        bag.error(READ_ERROR, f"{what} is binary, not text (a NUL byte at line {line}, column {column})",
+        bag.error(codes.read_error, f"{what} is binary, not text (a NUL byte at line {line}, column {column})",
                   Span(file=shown, line=line, column=column), hint="pass the YAML text file")
         return None
     problem = yaml_size_problem(text)
     if problem is not None:
         message, line, column = problem
-        bag.error(YAML_SYNTAX, message, Span(file=shown, line=line, column=column),
+        bag.error(codes.syntax, message, Span(file=shown, line=line, column=column),
                   hint=f"a program needs far fewer than {MAX_YAML_NODES:,} YAML nodes and "
                        f"{MAX_YAML_DEPTH} levels of nesting")
         return None

@@ -11,7 +11,7 @@ import yaml
 
 from frontdesk.diagnostics import DiagnosticBag, Span
 
-from .codes import DUPLICATE_KEY, YAML_SYNTAX
+from .codes import YamlCodes
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _constructor = yaml.constructor.SafeConstructor()
@@ -123,9 +123,10 @@ class _Converter:
 
     max_nodes = 200_000  # guards against alias bombs (`&a [*a, *a, ...]` nested)
 
-    def __init__(self, file: str, bag: DiagnosticBag) -> None:
+    def __init__(self, file: str, bag: DiagnosticBag, codes: YamlCodes) -> None:
         self.file = file
         self.bag = bag
+        self.codes = codes
         self.depth = 0
         self.count = 0
 
@@ -164,7 +165,7 @@ class _Converter:
             if key.text in result.keys:
                 first = result.keys[key.text]
                 self.bag.error(
-                    DUPLICATE_KEY,
+                    self.codes.duplicate_key,
                     f"duplicate key '{key.text}' (first written at line {first.span.line})",
                     key.span,
                     hint="YAML keeps only one value per key; merge the two entries or rename one",
@@ -190,11 +191,12 @@ def lone_surrogate_span(text: str, file: str) -> tuple[str, Span] | None:
     return f"U+{ord(found.group()):04X}", Span(file=file, line=line, column=column)
 
 
-def compose_yaml(text: str, file: str, bag: DiagnosticBag) -> YNode | None:
-    """Parse YAML text into located nodes; syntax errors become one ADL001 diagnostic and None."""
+def compose_yaml(text: str, file: str, bag: DiagnosticBag, codes: YamlCodes) -> YNode | None:
+    """Parse YAML text into located nodes; a syntax error becomes one diagnostic (under `codes.syntax`)
+    and None; a duplicate key is reported under `codes.duplicate_key` and the first value kept."""
     surrogate = lone_surrogate_span(text, file)
     if surrogate is not None:
-        bag.error(YAML_SYNTAX, f"the text holds a lone surrogate ({surrogate[0]}), which is not a character",
+        bag.error(codes.syntax, f"the text holds a lone surrogate ({surrogate[0]}), which is not a character",
                   surrogate[1], hint="save the file as UTF-8 text")
         return None
     try:
@@ -204,14 +206,14 @@ def compose_yaml(text: str, file: str, bag: DiagnosticBag) -> YNode | None:
         span = Span(file=file, line=mark.line + 1, column=mark.column + 1) if mark else Span(file=file)
         problem = exc.problem or "invalid YAML"
         context = f" ({exc.context})" if exc.context else ""
-        bag.error(YAML_SYNTAX, f"YAML syntax error: {problem}{context}", span, hint=_yaml_hint(problem))
+        bag.error(codes.syntax, f"YAML syntax error: {problem}{context}", span, hint=_yaml_hint(problem, codes.document))
         return None
     except yaml.YAMLError as exc:
-        bag.error(YAML_SYNTAX, f"YAML syntax error: {exc}", Span(file=file, line=1, column=1),
+        bag.error(codes.syntax, f"YAML syntax error: {exc}", Span(file=file, line=1, column=1),
                   hint="check the file is one YAML document")
         return None
     except RecursionError:
-        bag.error(YAML_SYNTAX, "YAML nesting is too deep", Span(file=file, line=1, column=1),
+        bag.error(codes.syntax, "YAML nesting is too deep", Span(file=file, line=1, column=1),
                   hint="flatten the structure")
         return None
     if root is None:
@@ -219,9 +221,9 @@ def compose_yaml(text: str, file: str, bag: DiagnosticBag) -> YNode | None:
     try:
         if _expanded_size(root, _Converter.max_nodes) > _Converter.max_nodes:
             raise _TooLarge()  # refused before building anything: aliases repeat what they name
-        return _Converter(file, bag).convert(root)
+        return _Converter(file, bag, codes).convert(root)
     except (_TooLarge, RecursionError):
-        bag.error(YAML_SYNTAX, "YAML document is too large (too many nodes or aliases)",
+        bag.error(codes.syntax, "YAML document is too large (too many nodes or aliases)",
                   Span(file=file, line=1, column=1), hint="avoid deeply repeated YAML aliases")
         return None
 
@@ -248,11 +250,11 @@ def _expanded_size(root: yaml.Node, limit: int) -> int:
     return size(root)
 
 
-def _yaml_hint(problem: str) -> str:
+def _yaml_hint(problem: str, document: str) -> str:
     if "tab" in problem:
         return "indent with spaces, not tabs"
     if "mapping values are not allowed" in problem:
         return "quote text that contains ': ' (for example bot: \"Note: ...\")"
     if "expected a single document" in problem:
-        return "an ADL program is one YAML document; remove the extra '---'"
+        return f"{document} is one YAML document; remove the extra '---'"
     return "check the indentation and quoting around this position"

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Union
 
-from frontdesk.lang.acdl import ast as A
+from frontdesk.acdl import ast as A
 
 # ---- patterns ------------------------------------------------------------------------
 
