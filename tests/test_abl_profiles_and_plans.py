@@ -73,7 +73,7 @@ def test_tools_add_is_not_offered_nor_run_when_the_profile_is_inactive(tmp_path)
 
 def test_effective_profile_lists_added_tools_by_name(tmp_path):
     eng, _, _, sid = shop(tmp_path, "web", [{"purpose": "reason", "reply": "Hello!"}])
-    ctx = eng._context(eng.load_state(sid))
+    ctx = eng.context(eng.load_state(sid))
     assert rules.effective_profile("Shop", ctx)["tools_add"] == ["show_carousel"]
     assert rules.added_tools("Shop", ctx) == ["show_carousel"]
 

@@ -153,7 +153,7 @@ def test_memory_context_gives_the_prompt_builder_what_was_recalled(tmp_path):
     sid = engine.start(user_id="u1").session_id
     engine.send(sid, "Rome")
     ctx = TurnContext(program=engine.program, state=engine.load_state(sid), llm=None, tools=engine.tools,
-                      log=engine._context(engine.load_state(sid)).log, knowledge=None)
+                      log=engine.context(engine.load_state(sid)).log, knowledge=None)
     text = rules.memory_context("Concierge", ctx)
     assert '- user.preferred_chain: "Ibis"' in text and "Prefer hotels of the user's favourite chain" in text
 
@@ -274,7 +274,7 @@ def guide(tmp_path: Path, channel: str):
     assert program is not None and not [d for d in diags if d.is_error], [d.format() for d in diags]
     engine = Engine(program, None, MemorySessionStore())
     state = engine.load_state(engine.start(channel=channel).session_id)
-    return engine, engine._context(state)
+    return engine, engine.context(state)
 
 
 def test_profiles_activate_by_their_condition_and_merge_by_priority(tmp_path):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from frontdesk.ir import build as b
+from frontdesk.lang import build as b
 from frontdesk.ir.models import BranchNode, JumpNode, ListenNode
 from frontdesk.lang import load_program
 from frontdesk.llm import ScriptedProvider

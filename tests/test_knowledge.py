@@ -244,7 +244,7 @@ BOOKSTORE = Path(__file__).resolve().parent.parent / "examples" / "bookstore"
 
 
 def test_question_words_are_stop_words_and_word_forms_share_a_stem() -> None:
-    from frontdesk.runtime.retrieval.lexical import bm25_tokenize as _bm25_tokenize
+    from frontdesk.nlu.terms import bm25_tokenize as _bm25_tokenize
 
     assert _bm25_tokenize(["How long does shipping usually take?"]) == [["long", "ship", "usual", "take"]]
     shipped, ships = _bm25_tokenize(["Books are shipped", "Pageturn ships books"])

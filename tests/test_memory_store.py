@@ -75,6 +75,6 @@ def test_the_engine_hands_its_memory_store_to_every_turn(tmp_path):
     memory = SqliteMemoryStore(tmp_path / "m.sqlite3")
     engine = Engine(program, None, MemorySessionStore(), memory=memory)
     assert engine.memory is memory
-    ctx = engine._context(engine.load_state(engine.start().session_id))
+    ctx = engine.context(engine.load_state(engine.start().session_id))
     assert ctx.memory is memory
     memory.close()

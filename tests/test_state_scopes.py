@@ -7,7 +7,7 @@ import textwrap
 from datetime import UTC, datetime
 from random import Random
 
-from frontdesk.ir import build as b
+from frontdesk.lang import build as b
 from frontdesk.ir.models import (
     AssignNode,
     Assignment,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from frontdesk.ir import build as b
+from frontdesk.lang import build as b
 from frontdesk.llm.scripted import ScriptedProvider
 from frontdesk.runtime.engine import Engine
 from frontdesk.runtime.state import STATE_VERSION, load_state

@@ -223,7 +223,7 @@ def test_an_http_value_that_does_not_fit_returns_is_bad_result(server):
 
 
 def test_a_built_flow_calls_an_http_tool_through_the_engine(server):
-    from frontdesk.ir import build as b
+    from frontdesk.lang import build as b
     from frontdesk.runtime.engine import Engine
     from frontdesk.store.memory import MemorySessionStore
 

@@ -76,7 +76,7 @@ def choose_models(program: Program, mode: Mode = "auto", script: Path | None = N
 
     if script is not None:
         from frontdesk.llm.scripted import load_script
-        from frontdesk.testing import load_conversation, scripted_model
+        from frontdesk.conversation_file import load_conversation, scripted_model
 
         try:
             spec = load_conversation(script)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import errno
 import gc
 import json
 import os
@@ -18,7 +17,8 @@ from rich.table import Table
 from rich.text import Text
 
 from frontdesk.access import ALLOW_ENV_HELP, ALLOW_PATH_HELP
-from frontdesk.diagnostics import Diagnostic, Severity, format_all
+from frontdesk.diagnostics import Severity
+from frontdesk.loading import load_or_exit, print_diagnostics, read_program
 from frontdesk.store.base import StoreError
 
 app = typer.Typer(
@@ -57,37 +57,10 @@ def _default_store() -> str:
     return os.environ.get(STORE_ENV) or DEFAULT_STORE_PATH
 
 
-def _print_diagnostics(diags: list[Diagnostic], show_info: bool = False) -> None:
-    shown = [d for d in diags if show_info or d.severity is not Severity.INFO]
-    if shown:
-        err.print(Text(format_all(shown)))
-
-
-def _load_program(program_path: str, entry: str | None = None):
-    """`load_program`, with a path the OS refuses outright (e.g. a name over 255 bytes) as a diagnostic."""
-    from frontdesk.diagnostics import Span
-    from frontdesk.lang import load_program
-
-    try:
-        return load_program(program_path, entry=entry)
-    except (OSError, ValueError) as exc:
-        reason = "the file name is too long" if getattr(exc, "errno", None) == errno.ENAMETOOLONG \
-            else (getattr(exc, "strerror", None) or str(exc))
-        return None, [Diagnostic("FD001", f"cannot read the program: {reason}", Span(file=program_path),
-                                 Severity.ERROR, hint="check the path")]
-
-
-def _load(program_path: str, quiet_warnings: bool = False, entry: str | None = None):
-    program, diags = _load_program(program_path, entry)
-    errors = [d for d in diags if d.is_error]
-    if errors or program is None:
-        _print_diagnostics(diags)
-        n = len(errors)
-        err.print(Text(f"{program_path}: {n} error{'s' if n != 1 else ''}; fix them and run again.", style="red"))
-        raise typer.Exit(1)
-    if not quiet_warnings:
-        _print_diagnostics(diags)
-    return program, diags
+# program loading lives in frontdesk.loading (graph_cli.py uses it too); the old names stay for callers
+_print_diagnostics = print_diagnostics
+_load_program = read_program
+_load = load_or_exit
 
 
 def _grant(allow_env: list[str], allow_path: list[str]) -> None:
@@ -143,11 +116,24 @@ def check(
             err.print(Text(review["answer"]))
         if prog is not None:
             _print_env_reads(prog)
+            _note_missing_extras(prog)
         agents = len(prog.agents) if prog else 0
         err.print(Text(f"{program}: {errors} error{'s' if errors != 1 else ''}, "
                        f"{warnings} warning{'s' if warnings != 1 else ''}, {agents} agents",
                        style="red" if errors else "green"))
     raise typer.Exit(1 if errors or prog is None else 0)
+
+
+def _note_missing_extras(prog) -> None:
+    """A note when the program has MCP tools and the [mcp] extra is not installed: their calls would fail."""
+    from frontdesk.extras import install_hint, missing_module
+    from frontdesk.ir.models import McpBinding
+
+    mcp_tools = sorted(name for name, tool in prog.tools.items() if isinstance(tool.binding, McpBinding))
+    module = missing_module("mcp") if mcp_tools else None
+    if module:
+        _note(install_hint("mcp", f"calling {', '.join(mcp_tools)} (served by MCP)", module)
+              + "; until then these calls fail")
 
 
 def _print_env_reads(prog) -> None:
@@ -365,6 +351,7 @@ def chat(
     from frontdesk.testing import ConversationRun, clock_for
 
     prog, _ = _load(program)
+    _note_missing_extras(prog)
     _check_orchestration(orchestration)
     spec = _load_script(script) if script else None
     try:
@@ -664,6 +651,13 @@ def serve(
     FRONTDESK_OPERATOR_TOKENS and `operator:` lines of --tokens-file."""
     import secrets
 
+    from frontdesk.extras import MissingExtra, require
+
+    try:
+        require("serve", "frontdesk serve")
+    except MissingExtra as exc:
+        _error(str(exc))
+        raise typer.Exit(2)
     from frontdesk.server.auth import (
         STRATEGIES,
         TOKENS_ENV,

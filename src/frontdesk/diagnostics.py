@@ -225,11 +225,3 @@ def _os_problem(exc: OSError) -> str:
     if isinstance(exc, FileNotFoundError):
         return "file not found"
     return f"cannot read it: {reason}"
-
-
-class FrontdeskError(Exception):
-    """An error a user can act on; carries diagnostics instead of a traceback."""
-
-    def __init__(self, message: str, diagnostics: list[Diagnostic] | None = None) -> None:
-        super().__init__(message)
-        self.diagnostics = diagnostics or []

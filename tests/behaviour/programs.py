@@ -2,7 +2,7 @@
 
 `FORMS[form][behaviour]` is a factory `(tmp_path) -> Program`. The forms are the ways a program
 reaches the engine: `adl` (YAML source compiled by the ADL front end) and `builder` (built in
-Python with `frontdesk.ir.build`). A new front end (ABL) adds its own dict under its name; the
+Python with `frontdesk.lang.build`). A new front end (ABL) adds its own dict under its name; the
 tests run every behaviour in every form, and skip a behaviour a form does not define yet.
 
 A factory may write files into `tmp_path` beside the program: Python tool files (`TOOLS`), and for
@@ -15,7 +15,7 @@ import textwrap
 from collections.abc import Callable
 from pathlib import Path
 
-from frontdesk.ir import build as b
+from frontdesk.lang import build as b
 from frontdesk.ir.models import Policy, Program, ToolDef, ToolLimits
 from frontdesk.lang import load_program
 

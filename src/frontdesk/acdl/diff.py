@@ -17,6 +17,7 @@ from frontdesk.acdl.render import (
     expr_text,
     render_views_html,
 )
+from frontdesk.textutil import cut
 
 __all__ = ["Change", "Diff", "diff_acdl", "render_diff_html", "CHANGE_KINDS"]
 
@@ -103,8 +104,7 @@ TEXT_WIDTH = 100
 
 def _short(text: str | None) -> str:
     """Long element prints are cut in the text listing (the JSON keeps them whole)."""
-    text = text or ""
-    return text if len(text) <= TEXT_WIDTH else text[: TEXT_WIDTH - 3] + "..."
+    return cut(text or "", TEXT_WIDTH, "...")
 
 
 # ---------------------------------------------------------------------------

@@ -2,34 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from frontdesk.diagnostics import Diagnostic, DiagnosticBag
 from frontdesk.ir.models import Program
 
 from .calls import check_call_cycles, check_unused_agents
+from .codes import AnalysisCodes, analysis_codes_for
 from .reachability import check_graph_reachability, successors
 
 __all__ = ["AnalysisCodes", "analysis_codes_for", "analyze_program", "check_call_cycles", "check_graph_reachability", "check_unused_agents", "successors", "with_analysis"]
-
-
-@dataclass(frozen=True)
-class AnalysisCodes:
-    """The diagnostic code each check reports with; every front end passes its own."""
-
-    unreachable: str = "FD040"
-    recursion: str = "FD041"
-    unused_subflow: str = "FD042"
-    unused_agent: str = "FD043"
-
-
-def analysis_codes_for(language: str) -> AnalysisCodes:
-    """The codes a language reports the shared checks with (ADL has its own; ABL uses the FD codes)."""
-    if language == "adl":
-        from frontdesk.lang.adl import ADL_ANALYSIS_CODES
-
-        return ADL_ANALYSIS_CODES
-    return AnalysisCodes()
 
 
 def analyze_program(program: Program, bag: DiagnosticBag, codes: AnalysisCodes = AnalysisCodes(),

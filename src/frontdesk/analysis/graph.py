@@ -35,6 +35,7 @@ from frontdesk.ir.models import (
 )
 
 from .agentgraph import AgentEdge, agent_graph, clip, step_text
+from .codes import analysis_codes_for
 from .lint import FLOW_LOOP, HANDOVER_CYCLE, agent_cycles, flow_loops
 from .reachability import successors
 
@@ -810,8 +811,6 @@ def draw_program(program: Program, agent: str | None = None, cycle_code: str | N
     """The program drawn as one SVG: the agents panel, then one panel per step graph (only `agent`'s
     when given)."""
     if cycle_code is None:
-        from . import analysis_codes_for
-
         cycle_code = analysis_codes_for(program.language).recursion
     edges = agent_graph(program)
     cycles = agent_cycles(program)

@@ -23,7 +23,7 @@ def graph_command(
 ) -> None:
     """Draw the agents with their call/member/handoff/delegate/mention edges, and each flow's step graph;
     cycles between agents (FD041/ADL041, FD044) and loops in flows (FD045) are drawn in red."""
-    from frontdesk.cli import _load
+    from frontdesk.loading import load_or_exit
 
     suffix = output.suffix.lower() if output is not None else ".svg"
     if suffix not in (".svg", ".png"):
@@ -32,7 +32,7 @@ def graph_command(
     if not 0.25 <= scale <= 8:
         typer.echo(f"error: scale {scale} is out of range: use a value from 0.25 to 8", err=True)
         raise typer.Exit(2)
-    prog, _ = _load(program, quiet_warnings=True, entry=entry)
+    prog, _ = load_or_exit(program, quiet_warnings=True, entry=entry)
     if agent is not None and agent not in prog.agents:
         typer.echo(f"error: no agent '{agent}' in {program}; agents: {', '.join(prog.agents)}", err=True)
         raise typer.Exit(2)

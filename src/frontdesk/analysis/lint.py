@@ -408,12 +408,11 @@ def _reads_and_sets(program: Program) -> tuple[set[tuple[str, str]], set[tuple[s
                     read(node.summary)
                 else:
                     read(node)
-        if agent.rules is not None:
-            read(agent.rules)
-            for action in nodes_in(agent.rules, Action):
-                for target, _ in action.set:
-                    sets.add((name, target))
-            sets.update((name, f.name) for f in agent.rules.gather)
+        read(agent.rules)
+        for action in nodes_in(agent.rules, Action):
+            for target, _ in action.set:
+                sets.add((name, target))
+        sets.update((name, f.name) for f in agent.rules.gather)
         if isinstance(agent, RouterAgent):
             for member in agent.members:
                 for binding in member.bindings:
@@ -531,13 +530,12 @@ def _session_use(program: Program) -> tuple[dict[str, str], dict[str, str]]:
                     for arg in node.args:
                         sets.setdefault(arg.name, node.target)
                 read(name, node)
-        if agent.rules is not None:
-            read(name, agent.rules)
-            for variable in agent.rules.memory.session:
-                sets.setdefault(variable.name, name)
-            for action in nodes_in(agent.rules, Action):
-                for target, _ in action.set:
-                    sets.setdefault(target, name)
+        read(name, agent.rules)
+        for variable in agent.rules.memory.session:
+            sets.setdefault(variable.name, name)
+        for action in nodes_in(agent.rules, Action):
+            for target, _ in action.set:
+                sets.setdefault(target, name)
         if isinstance(agent, ReasoningAgent):
             for handoff in agent.handoffs:
                 read(name, handoff)
@@ -597,11 +595,10 @@ def check_tools(program: Program, bag: DiagnosticBag) -> None:
                 used.update(n.target for n in graph.nodes.values() if isinstance(n, InvokeNode) and n.target_kind == "tool")
         if isinstance(agent, ReasoningAgent):
             used.update(agent.tools)
-        if agent.rules is not None:
-            used.update(h.call for h in agent.rules.hooks if h.call)
-            used.update(c.tool for c in agent.rules.constraints if c.tool)
-            for profile in agent.rules.profiles:
-                used.update(str(t.get("name", "")) if isinstance(t, dict) else str(t) for t in profile.tools_add)
+        used.update(h.call for h in agent.rules.hooks if h.call)
+        used.update(c.tool for c in agent.rules.constraints if c.tool)
+        for profile in agent.rules.profiles:
+            used.update(str(t.get("name", "")) if isinstance(t, dict) else str(t) for t in profile.tools_add)
     if program.language == "abl":
         for tool_name, tool in program.tools.items():
             if tool_name not in used:
@@ -632,7 +629,7 @@ def check_tools(program: Program, bag: DiagnosticBag) -> None:
 
 def check_gather_fields(program: Program, bag: DiagnosticBag) -> None:
     for name, agent in program.agents.items():
-        if not isinstance(agent, FlowAgent) or agent.rules is None or not agent.rules.gather:
+        if not isinstance(agent, FlowAgent) or not agent.rules.gather:
             continue
         asked: set[str] = set()
         if any(isinstance(n, InvokeNode) and isinstance(program.agents.get(n.target), ReasoningAgent)

@@ -10,7 +10,6 @@ after the turn.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,7 +17,7 @@ from typing import Any
 
 from frontdesk.diagnostics import Span
 
-from .model import Check
+from .model import Check, show_value
 
 
 @dataclass
@@ -57,26 +56,6 @@ class PlayedTurn:
 Similarity = Callable[[str, str], float]
 
 
-def describe_check(check: Check) -> str:
-    value = check.value
-    if check.kind == "bot_like":
-        return f"bot_like: {value['text']!r} (threshold {value['threshold']:g})"
-    if check.kind in ("args", "args_not_set") and value.get("has_value", check.kind == "args"):
-        return f"{check.kind}: {value['name']} = {_show(value['value'])}"
-    if check.kind in ("args_set", "args_not_set"):
-        return f"{check.kind}: {value['name']}"
-    if check.kind == "tool_called":
-        return f"tool_called: {value['name']}" + (f" with {_show(value['args'])}" if value["args"] else "")
-    if check.kind == "events":
-        return f"events: {_show(value)}"
-    return f"{check.kind}: {_show(value)}"
-
-
-def _show(value: Any, limit: int = 200) -> str:
-    text = json.dumps(value, ensure_ascii=False, default=str)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def same(expected: Any, actual: Any, written: str | None = None) -> bool:
     """Equal, or equal as text (a tool given "3" for 3; `yes` written for the text "yes"); lists and
     mappings item by item."""
@@ -100,7 +79,8 @@ def _text(value: Any) -> str:
 
 def arg_targets(program, name: str, variables: dict[str, dict[str, Any]] | None = None) -> list[tuple[str, str]]:
     """Where the argument `name` (or `scope.name`) lives: each agent declaring it (through what it is bound
-    to), and any scope of the session that holds a value by that name; ABL's `session` scope otherwise."""
+    to), and any scope of the session that holds a value by that name; otherwise where the program keeps
+    names no agent declares (`Program.slot_of`: ABL's `session` scope)."""
     bound = program.slot_of
     if "." in name:
         scope, arg = name.split(".", 1)
@@ -112,8 +92,12 @@ def arg_targets(program, name: str, variables: dict[str, dict[str, Any]] | None 
     for scope, values in (variables or {}).items():
         if name in values:
             targets.append((scope, name))
-    if not targets and program.language == "abl":
-        targets.append(("session", name))
+    if not targets:
+        # a name no agent declares: where the program keeps such names (ABL: the session's shared
+        # variables); a program that would only guess the entry agent's own keeps them nowhere
+        kept = bound(None, name)
+        if kept != (program.entry, name):
+            targets.append(kept)
     return list(dict.fromkeys(targets))
 
 
@@ -190,10 +174,10 @@ def _check_one(turn: PlayedTurn, check: Check, texts: list[str], cursor: list[in
                 return f"no agent has an argument {value['name']!r} and no scope holds one; write scope.name"
             if any(same(value["value"], v, value.get("text")) for v in held.values()):
                 return None
-            return f"{value['name']} is {_values(held)}, not {_show(value['value'])}"
+            return f"{value['name']} is {_values(held)}, not {show_value(value['value'])}"
         if value.get("has_value"):
             bad = {k: v for k, v in held.items() if same(value["value"], v, value.get("text"))}
-            return None if not bad else f"{value['name']} holds {_show(value['value'])} ({', '.join(bad)})"
+            return None if not bad else f"{value['name']} holds {show_value(value['value'])} ({', '.join(bad)})"
         set_ = {k: v for k, v in held.items() if v is not None}
         return None if not set_ else f"{value['name']} is set: {_values(set_)}"
     if kind == "args_set":
@@ -212,13 +196,13 @@ def _check_one(turn: PlayedTurn, check: Check, texts: list[str], cursor: list[in
         name = value["name"] if kind == "tool_called" else value
         mine = [c for c in calls if c.get("tool") == name]
         if kind == "tool_not_called":
-            return None if not mine else f"{name} was called with {_show(mine[0].get('args'))}"
+            return None if not mine else f"{name} was called with {show_value(mine[0].get('args'))}"
         wanted = value["args"]
         if any(all(same(v, (c.get("args") or {}).get(k)) for k, v in wanted.items()) for c in mine):
             return None
         if mine:
-            return f"{name} was called, but with {'; '.join(_show(c.get('args')) for c in mine)}"
-        made = ", ".join(f"{c.get('tool')}({_show(c.get('args'), 80)})" for c in calls)
+            return f"{name} was called, but with {'; '.join(show_value(c.get('args')) for c in mine)}"
+        made = ", ".join(f"{c.get('tool')}({show_value(c.get('args'), 80)})" for c in calls)
         return f"{name} was not called in this turn" + (f"; calls made: {made}" if made else "; no tool was called")
     if kind == "events":
         return event_problem(value, turn.events)
@@ -226,7 +210,7 @@ def _check_one(turn: PlayedTurn, check: Check, texts: list[str], cursor: list[in
 
 
 def _values(held: dict[str, Any]) -> str:
-    return ", ".join(f"{k} = {_show(v)}" for k, v in held.items()) or "not set"
+    return ", ".join(f"{k} = {show_value(v)}" for k, v in held.items()) or "not set"
 
 
 def event_problem(want: dict[str, Any], events: list[dict[str, Any]]) -> str | None:
@@ -237,14 +221,14 @@ def event_problem(want: dict[str, Any], events: list[dict[str, Any]]) -> str | N
     hits = [e for e in events if e["type"] == type_ and all(
         same(v, e.get("agent")) if k == "agent" else same(v, (e.get("data") or {}).get(k)) for k, v in want.items())]
     if negate:
-        return None if not hits else f"unexpected event {type_} {_show(want)}: {_show(hits[0].get('data'))}"
+        return None if not hits else f"unexpected event {type_} {show_value(want)}: {show_value(hits[0].get('data'))}"
     if hits:
         return None
     near = [e for e in events if e["type"] == type_]
     if near:
-        return (f"no event {type_} with {_show(want)}; the {type_} events were: "
-                + "; ".join(_show({"agent": e.get("agent"), **(e.get("data") or {})}, 160) for e in near[:4]))
-    return f"no event {type_} {_show(want) if want else ''}".rstrip()
+        return (f"no event {type_} with {show_value(want)}; the {type_} events were: "
+                + "; ".join(show_value({"agent": e.get("agent"), **(e.get("data") or {})}, 160) for e in near[:4]))
+    return f"no event {type_} {show_value(want) if want else ''}".rstrip()
 
 
 def llm_problem(turn_index: int, expected_total: int, used: int | None, previous: int) -> str | None:

@@ -11,6 +11,7 @@ Every problem in a file is a Diagnostic at its file:line:column (TestFormatError
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +24,7 @@ from frontdesk.diagnostics import (
     Span,
     did_you_mean,
 )
+from frontdesk.textutil import cut
 from frontdesk.yamlsource import (
     YamlCodes,
     YMap,
@@ -40,7 +42,6 @@ UNKNOWN_KEY = "TST002"
 WRONG_TYPE = "TST003"
 MISSING = "TST004"
 BAD_VALUE = "TST005"  # a regex that does not compile, a date that is not one, an unknown fixture, ...
-NO_PROGRAM = "TST006"
 _YAML = YamlCodes(read_error=SYNTAX, syntax=SYNTAX, duplicate_key=SYNTAX, document="a test file")
 
 # what a case may say, at the top of a one-conversation file, in a case of `test_cases:`, and (but
@@ -81,9 +82,24 @@ class Check:
     span: Span
 
     def describe(self) -> str:
-        from frontdesk.convtest.checks import describe_check
+        """The check as written, e.g. `bot_contains: "Done!"` (long values cut)."""
+        value = self.value
+        if self.kind == "bot_like":
+            return f"bot_like: {value['text']!r} (threshold {value['threshold']:g})"
+        if self.kind in ("args", "args_not_set") and value.get("has_value", self.kind == "args"):
+            return f"{self.kind}: {value['name']} = {show_value(value['value'])}"
+        if self.kind in ("args_set", "args_not_set"):
+            return f"{self.kind}: {value['name']}"
+        if self.kind == "tool_called":
+            return f"tool_called: {value['name']}" + (f" with {show_value(value['args'])}" if value["args"] else "")
+        if self.kind == "events":
+            return f"events: {show_value(value)}"
+        return f"{self.kind}: {show_value(value)}"
 
-        return describe_check(self)
+
+def show_value(value: Any, limit: int = 200) -> str:
+    """A value as JSON for a message, cut with … to `limit` characters."""
+    return cut(json.dumps(value, ensure_ascii=False, default=str), limit)
 
 
 @dataclass

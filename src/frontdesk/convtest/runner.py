@@ -11,13 +11,12 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from frontdesk.access import granting
-from frontdesk.diagnostics import Span
 
 from .checks import (
     Failure,
@@ -123,8 +122,8 @@ def conversation_engine(case: TestCase, program, llm, store, **engine_args):
             self.used_after: list[int | None] = []
             self.snapshots: list[tuple[dict, bool]] = []
 
-        def _context(self, state):
-            ctx = super()._context(state)
+        def context(self, state):
+            ctx = super().context(state)
             if self.fixtures_pending and state.turn == 0:
                 fixtures, self.fixtures_pending = self.fixtures_pending, {}
                 for name, value in fixtures.items():
@@ -398,10 +397,3 @@ class Runner:
         if stopped:  # the checks of the turns not played say nothing more
             failures = [f for f in failures if f is stopped or (f.turn is not None and f.turn < stopped.turn)]
         return CaseResult(case, "failed" if failures else "passed", failures, turns)
-
-
-def first_span(result: CaseResult) -> Span | None:
-    return result.failures[0].span if result.failures else result.case.span
-
-
-RunCallback = Callable[[CaseResult], None]

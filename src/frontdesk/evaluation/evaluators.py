@@ -14,8 +14,10 @@ import regex
 
 from frontdesk.evaluation.roles import JudgeVerdict
 from frontdesk.evaluation.scenarios import Evaluator
+from frontdesk.textutil import clip
 
 REGEX_TIMEOUT = 1.0  # seconds an authored pattern may take on one message
+SHOWN_LIMIT = 140  # characters of a message or value a verdict's reason quotes
 
 
 @dataclass
@@ -167,7 +169,7 @@ def _bot_said(ev: Evaluator, conv: Conversation, _judge) -> tuple[str, str]:
     hit = _find(ev, conv)
     what = f"/{ev.target}/" if ev.options.get("regex") else repr(ev.target)
     if hit is not None:
-        return "pass", f"turn {hit['turn']}: {_clip(hit['text'])}"
+        return "pass", f"turn {hit['turn']}: {clip(hit['text'], SHOWN_LIMIT)}"
     return "fail", f"no bot message matches {what} ({len(conv.bot_lines)} bot messages)"
 
 
@@ -175,7 +177,7 @@ def _bot_never_said(ev: Evaluator, conv: Conversation, _judge) -> tuple[str, str
     hit = _find(ev, conv)
     what = f"/{ev.target}/" if ev.options.get("regex") else repr(ev.target)
     if hit is not None:
-        return "fail", f"turn {hit['turn']} matches {what}: {_clip(hit['text'])}"
+        return "fail", f"turn {hit['turn']} matches {what}: {clip(hit['text'], SHOWN_LIMIT)}"
     return "pass", f"no bot message matches {what}"
 
 
@@ -310,13 +312,8 @@ def _as_text(value: Any) -> str:
 
 
 def _show(value: Any) -> str:
-    return _clip(json.dumps(value, ensure_ascii=False, default=str))
+    return clip(json.dumps(value, ensure_ascii=False, default=str), SHOWN_LIMIT)
 
 
 def _args_text(args: dict[str, Any]) -> str:
-    return _clip(", ".join(f"{k}={json.dumps(v, ensure_ascii=False, default=str)}" for k, v in args.items()), 100)
-
-
-def _clip(text: str, limit: int = 140) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return clip(", ".join(f"{k}={json.dumps(v, ensure_ascii=False, default=str)}" for k, v in args.items()), 100)

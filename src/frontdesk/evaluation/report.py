@@ -21,6 +21,7 @@ from typing import Any
 from frontdesk.evaluation.evaluators import Verdict
 from frontdesk.evaluation.runner import RunResult, Target
 from frontdesk.evaluation.scenarios import Scenario
+from frontdesk.textutil import clip
 
 FORMAT = "frontdesk-eval/1"
 NEWLY_FAILING = "newly failing"
@@ -239,7 +240,7 @@ class Report:
             else:
                 cells += [Text(""), Text(""), Text("")]
             reason = row.program.reason if row.program.status != "pass" else ""
-            cells.append(Text(_clip(reason, 160), style="dim"))
+            cells.append(Text(clip(reason, 160), style="dim"))
             table.add_row(*cells)
         return table
 
@@ -416,11 +417,6 @@ def _anchor(name: str) -> str:
 
 def _number(value: float) -> str:
     return f"{value:.0f}" if float(value).is_integer() else f"{value:.1f}"
-
-
-def _clip(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 _CSS = """

@@ -27,6 +27,7 @@ from frontdesk.llm.base import (
     ScriptError,
     ToolSchema,
 )
+from frontdesk.textutil import clip
 
 FINISH_TOOL = ToolSchema(
     name="finish",
@@ -256,11 +257,11 @@ def read_verdict(response: LLMResponse) -> JudgeVerdict:
     if not isinstance(found, dict):
         shown = (response.content or "").strip() or (
             ", ".join(c.name for c in response.tool_calls) and f"a call of {', '.join(c.name for c in response.tool_calls)}")
-        return JudgeVerdict("error", f"the judge's answer has no verdict: {_clip(shown or 'an empty answer')}")
+        return JudgeVerdict("error", f"the judge's answer has no verdict: {clip(shown or 'an empty answer', 160)}")
     raw = found.get("verdict", found.get("passed", found.get("pass")))
     verdict = _verdict_word(raw)
     if verdict is None:
-        return JudgeVerdict("error", f"the judge's verdict {_clip(json.dumps(raw, default=str))} is neither pass nor fail")
+        return JudgeVerdict("error", f"the judge's verdict {clip(json.dumps(raw, default=str), 160)} is neither pass nor fail")
     reason = found.get("reason")
     reason = reason.strip() if isinstance(reason, str) and reason.strip() else "(the judge gave no reason)"
     return JudgeVerdict(verdict, reason)
@@ -296,8 +297,3 @@ def _json_object(text: str) -> Any:
         except ValueError:
             start = text.find("{", start + 1)
     return None
-
-
-def _clip(text: str, limit: int = 160) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"

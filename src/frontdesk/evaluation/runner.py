@@ -79,10 +79,6 @@ class RunResult:
         }
 
 
-class EvaluationSetupError(Exception):
-    """Some scenario cannot run: a role has neither a script nor a configured model."""
-
-
 def missing_models(scenarios: list[Scenario], targets: list[Target], roles: RoleModels) -> list[str]:
     """What is missing for each scenario to run, as sentences; empty when every role has a model."""
     problems = []
@@ -102,7 +98,8 @@ def missing_models(scenarios: list[Scenario], targets: list[Target], roles: Role
 def slot_resolver(program: Program) -> Callable[[str], tuple[str, str]]:
     """Where a fixture or `value:` name lives in the session's variables: `agent.arg` (through the
     argument's binding, e.g. book_recommendation.book_wanted -> triage.book), or a bare `arg` that
-    one agent (or one binding) has; ABL's shared fields live under `session`."""
+    one agent (or one binding) has; a bare name no agent has lives where the program keeps such names
+    (`Program.slot_of`: ABL's shared `session`, else the entry agent's own)."""
 
     def follow(scope: str, name: str) -> tuple[str, str]:
         for _ in range(16):  # a binding to an argument that is bound in turn
@@ -120,7 +117,7 @@ def slot_resolver(program: Program) -> Callable[[str], tuple[str, str]]:
         if len(found) == 1:
             return found.pop()
         if not found:
-            return ("session", key) if program.language == "abl" else (program.entry, key)
+            return program.slot_of(None, key)  # where the program keeps names no agent declares
         places = ", ".join(sorted(f"{s}.{n}" for s, n in found))
         raise ValueError(f"{key!r} names several arguments ({places}); write agent.{key}")
 

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from frontdesk.diagnostics import Diagnostic, DiagnosticBag, Span, did_you_mean
+from frontdesk.textutil import cut
 from frontdesk.yamlsource import YamlCodes
 
 FORMAT_SYNTAX = "EVAL001"  # YAML syntax (or a duplicate key)
@@ -497,7 +498,7 @@ class _Reader:
             if not target.strip():
                 self.error(FORMAT_BAD_VALUE, "a judge needs a criterion in words", value)
                 return None
-            default = "judge: " + (target if len(target) <= 60 else target[:57] + "...")
+            default = "judge: " + cut(target, 60, "...")
         return Evaluator(kind, target, (label or default).strip() or default, options, span)
 
     def said(self, node: Any, kind: str) -> tuple[str | None, bool]:

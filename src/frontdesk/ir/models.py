@@ -14,7 +14,7 @@ from pydantic import Field, PrivateAttr, model_validator
 from frontdesk.diagnostics import Span
 from frontdesk.ir.behaviour import ActionElement, AgentRules
 
-IR_VERSION = "3"
+IR_VERSION = "4"
 
 
 # ---------------------------------------------------------------------------
@@ -70,6 +70,9 @@ class SayNode(NodeBase):
     text: Template
     actions: list[ActionElement] = Field(default_factory=list)  # buttons, choices, inputs shown with it
     variants: dict[str, Template] = Field(default_factory=dict)  # channel -> the text said on it instead
+    # a question a GATHER asks (ABL): the field it asks for, "" for a step's "anything else?" question
+    # (COMPLETE_WHEN); None: not such a question
+    asks: str | None = None
 
 
 class ListenNode(NodeBase):
@@ -89,6 +92,8 @@ class ListenNode(NodeBase):
     corrects: list[str] = Field(default_factory=list)
     # ABL: where the flow goes when a field's validation retries run out (the step's ON_FAIL)
     on_invalid: str | None = None
+    # ABL: the named step it belongs to (where a correction of a field it reads goes back to)
+    step: str | None = None
 
 
 class Assignment(IRModel):
@@ -130,6 +135,9 @@ class BranchNode(NodeBase):
     kind: Literal["branch"] = "branch"
     cases: list[BranchCase]
     otherwise: str | None = None
+    # ABL GATHER: the field whose being settled this check tests (a behaviour profile may make it
+    # required or optional); None: any other branch
+    settles: str | None = None
 
 
 class JumpNode(NodeBase):
@@ -182,6 +190,7 @@ class StepGraph(IRModel):
     labels: dict[str, str] = Field(default_factory=dict)  # label name -> node id
     subflows: dict[str, str | None] = Field(default_factory=dict)  # subflow name -> entry node id
     exits: dict[str, str] = Field(default_factory=dict)  # step -> where it goes on (steps a profile may skip)
+    complete: str | None = None  # the node an action's GOTO COMPLETE goes to (ABL: the flow's successful end)
 
 
 # ---------------------------------------------------------------------------
@@ -232,6 +241,51 @@ class Policy(IRModel):
         return shown
 
 
+class DialoguePolicy(IRModel):
+    """How an agent's dialogue behaves where languages differ: what its flow does with the answers to
+    its questions, how it hands the conversation over and back, where the names it does not declare
+    live, what its reasoning model is shown, and which of its rules ride the turn pipeline. The runtime
+    reads these and never which language a program came from.
+
+    Each front end fills it (ABL: lang/abl/conventions.py; ADL: lang/adl/conventions.py). The defaults
+    are what a program built directly in the IR gets: the runtime's plain behaviour, with no
+    conventions added (no GATHER validation or corrections, no digressions, no step limit, a handoff
+    that shows the conversation as it is, names kept in the agent's own variables). ADL adds none of
+    these, so its front end keeps the defaults; ABL turns them on (docs/abl-semantics.md).
+    """
+
+    # a flow back at a question it asked: "reject" refuses the earlier answer's values, "missing" asks what is missing
+    reask: Literal["reject", "missing"] = "reject"
+    # a later message may correct a value gathered before (the listen step's `corrects`: "actually 4 guests")
+    corrections: bool = False
+    # answers are checked by their GATHER validations, unreadable ones told what is expected, all_fields_gathered kept
+    checks_answers: bool = False
+    # an answer giving nothing its question asks (or no ON_INPUT case) may turn to another member; the flow resumes
+    digressions: bool = False
+    # with no model (or a pattern-only question), a flow reads what words and patterns can and calls no model
+    offline_understanding: bool = False
+    # the runtime keeps its system variables (ABL 8.8): match, _clarification_count, user.sentiment, trajectory
+    system_variables: bool = False
+    # started again, the agent asks afresh for the GATHER values its last activation ended with
+    fresh_activation: bool = False
+    # step transitions a session may make before the flow is stopped (ABL max_flow_iterations); None: no limit
+    step_limit: int | None = None
+    # where a name the agent does not declare lives: None, its own variables; else that scope (ABL: "session")
+    unbound_scope: str | None = None
+    # its handoffs' CONTEXT (summary, history) decides what the agent taking over sees; False: the conversation
+    handoff_context: bool = False
+    # an agent it hands the conversation to with RETURN: true may give it back (`__return_to_parent__`)
+    offers_return: bool = False
+    # one it handed over to ending sets handoff.completed and hands back ON_RETURN values (then COMPLETE rules)
+    tracks_completion: bool = False
+    # a reasoning model sees "instructions" (its text, finish) or "sections" (goal, fields, memory, complete; offline)
+    prompt: Literal["instructions", "sections"] = "instructions"
+    # its declared rules (constraints, guardrails, hooks, memory recall) ride the turn pipeline (the rules hook)
+    rules_hook: bool = False
+    # traces also name values read from an answer as GATHER events (`gather_extraction`)
+    gather_events: bool = False
+
+
 class AgentBase(IRModel):
     name: str
     description: str = ""
@@ -241,8 +295,11 @@ class AgentBase(IRModel):
     setup: StepGraph | None = None  # steps run when the agent starts (llm / ensemble `steps`)
     # per tool it calls: which values of a successful result the agent keeps, and where
     tool_outputs: dict[str, list[ToolOutput]] = Field(default_factory=dict)
-    # what it declares besides its steps (ABL GATHER, MEMORY, CONSTRAINTS, ...): ir/behaviour.py
-    rules: AgentRules | None = None
+    # what it declares besides its steps (ABL GATHER, MEMORY, CONSTRAINTS, ...): ir/behaviour.py; empty
+    # when it declares nothing
+    rules: AgentRules = Field(default_factory=AgentRules)
+    # how its dialogue behaves where languages differ, filled by the front end
+    policy: DialoguePolicy = Field(default_factory=DialoguePolicy)
     span: Span | None = None
 
     def arg_names(self) -> list[str]:
@@ -305,6 +362,9 @@ class ReasoningAgent(AgentBase):
     # the speaker the user sees for what it says, when not its own name (ABL: a FLOW step's
     # reasoning agent `<Agent>__<step>` speaks as `<Agent>`); the trace keeps `name`
     shown_as: str | None = None
+    # the agent whose flow step it runs (ABL REASONING: true steps): it acts under that agent's rules
+    # (ON_ERROR, MESSAGES, GATHER, profiles); None: its own
+    owner: str | None = None
 
 
 class FlowAgent(AgentBase):
@@ -628,9 +688,23 @@ class Program(IRModel):
     def agent(self, name: str):
         return self.agents[name]
 
-    def slot_of(self, scope: str, name: str) -> tuple[str, str]:
+    def rules_for(self, name: str) -> AgentRules:
+        """The rules agent `name` acts under: its own, or those of the agent whose flow step it runs
+        (`ReasoningAgent.owner`)."""
+        agent = self.agents[name]
+        owner = self.agents.get(getattr(agent, "owner", None) or "")
+        return owner.rules if owner is not None else agent.rules
+
+    def slot_of(self, scope: str | None, name: str) -> tuple[str, str]:
         """Where agent `scope`'s argument `name` lives in the session's variables: its own variable, or the
-        one it is bound to (an ADL `ref` to a router's argument, an ABL field in shared session memory)."""
+        one it is bound to (an ADL `ref` to a router's argument, an ABL field in shared session memory).
+
+        With no scope (a bare name no agent declares): where the entry agent keeps names it does not
+        declare (its policy's `unbound_scope`: ABL's shared `session`), else the entry agent's own."""
+        if scope is None:
+            entry = self.agents.get(self.entry)
+            shared = entry.policy.unbound_scope if entry is not None else None
+            return (shared, name) if shared else (self.entry, name)
         agent = self.agents.get(scope)
         if agent is not None:
             arg = next((a for a in agent.args if a.name == name), None)

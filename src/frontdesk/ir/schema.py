@@ -12,8 +12,3 @@ SCHEMA_PATH = Path(__file__).with_name("schema.json")
 
 def generate_schema() -> str:
     return json.dumps(Program.model_json_schema(mode="serialization"), indent=2, sort_keys=True) + "\n"
-
-
-def write_schema() -> Path:
-    SCHEMA_PATH.write_text(generate_schema(), encoding="utf-8")
-    return SCHEMA_PATH

@@ -19,6 +19,7 @@ from typing import Any
 
 from frontdesk.llm.base import ChatMessage, LLMError, LLMRequest, LLMResponse, ToolCall, ToolSchema, Usage
 from frontdesk.nlu.embeddings import INSTALL_HINT, LocalModelMissing
+from frontdesk.textutil import error_detail, error_text
 
 __all__ = [
     "INSTALL_HINT",
@@ -57,7 +58,6 @@ MIN_ANSWER_TOKENS = 32
 # Without a repeat penalty the small model loops ("book_123_book_123_..."), in text and in JSON strings alike.
 REPEAT_PENALTY = 1.1
 
-_ERROR_DETAIL_LIMIT = 200
 _FIXED_TOOL_CHOICES = ("auto", "required", "none")
 
 
@@ -297,9 +297,9 @@ def parse_answer(text: str, tools: list[ToolSchema], tool_choice: str) -> tuple[
     try:
         answer = json.loads(stripped)
     except json.JSONDecodeError as exc:
-        raise LLMError(f"the local model's answer is not valid JSON: {_clip(stripped)}") from exc
+        raise LLMError(f"the local model's answer is not valid JSON: {error_text(stripped)}") from exc
     if not isinstance(answer, dict):
-        raise LLMError(f"the local model's answer is not a JSON object: {_clip(stripped)}")
+        raise LLMError(f"the local model's answer is not a JSON object: {error_text(stripped)}")
     chosen = _chosen_tool(tools, tool_choice)
     if chosen is not None:
         _check_arguments(chosen, answer)
@@ -307,17 +307,17 @@ def parse_answer(text: str, tools: list[ToolSchema], tool_choice: str) -> tuple[
     if tool_choice == "auto" and "reply" in answer and "tool" not in answer:
         reply = answer["reply"]
         if not isinstance(reply, str) or not reply.strip():
-            raise LLMError(f"the local model's reply is not a text: {_clip(stripped)}")
+            raise LLMError(f"the local model's reply is not a text: {error_text(stripped)}")
         return reply.strip(), []
     name = answer.get("tool")
     if not isinstance(name, str) or not name:
-        raise LLMError(f"the local model's answer names no tool: {_clip(stripped)}")
+        raise LLMError(f"the local model's answer names no tool: {error_text(stripped)}")
     by_name = {tool.name: tool for tool in tools}
     if name not in by_name:
         raise LLMError(f"the local model called {name!r}, which is not among the offered tools ({', '.join(by_name)})")
     arguments = answer.get("arguments", {})
     if not isinstance(arguments, dict):
-        raise LLMError(f"the local model called {name!r} with arguments that are not a JSON object: {_clip(stripped)}")
+        raise LLMError(f"the local model called {name!r} with arguments that are not a JSON object: {error_text(stripped)}")
     _check_arguments(by_name[name], arguments)
     return None, [ToolCall(name=name, arguments=arguments)]
 
@@ -518,7 +518,7 @@ class LocalProvider:
             try:
                 self._runner = load_runner(path, self.n_threads)
             except Exception as exc:  # noqa: BLE001 - a broken file or an incompatible library version
-                raise LLMError(f"cannot load the local model {path.name}: {_short(exc)}") from exc
+                raise LLMError(f"cannot load the local model {path.name}: {error_detail(exc)}") from exc
 
     # -- LLM protocol --------------------------------------------------------------------
 
@@ -548,7 +548,7 @@ class LocalProvider:
             except LLMError:
                 raise
             except Exception as exc:  # noqa: BLE001 - any failure of the model becomes an LLMError
-                raise LLMError(f"the local model failed: {_short(exc)}") from exc
+                raise LLMError(f"the local model failed: {error_detail(exc)}") from exc
             text = completion.text or ""
             tool_calls: list[ToolCall] = []
             if with_tools:
@@ -557,7 +557,7 @@ class LocalProvider:
                 if salvaged is not None:
                     content = salvaged
                 elif cut_off:
-                    raise LLMError(f"the local model's tool answer was cut off after {max_tokens} tokens: {_clip(text)}")
+                    raise LLMError(f"the local model's tool answer was cut off after {max_tokens} tokens: {error_text(text)}")
                 else:
                     content, tool_calls = parse_answer(text, request.tools, request.tool_choice)
                 for call in tool_calls:
@@ -581,7 +581,7 @@ class LocalProvider:
         try:
             return self._runner.render(messages).prompt
         except Exception as exc:  # noqa: BLE001 - a chat template error (jinja2)
-            raise LLMError(f"cannot format the prompt with the local model's chat template: {_short(exc)}") from exc
+            raise LLMError(f"cannot format the prompt with the local model's chat template: {error_detail(exc)}") from exc
 
     def _count_tokens(self, prompt: str) -> int:
         return len(self._runner.tokenize(prompt))
@@ -652,10 +652,3 @@ def _count(value: Any, fallback: int) -> int:
     return value if isinstance(value, int) and value >= 0 else fallback
 
 
-def _short(exc: BaseException) -> str:
-    return _clip(str(exc) or type(exc).__name__)
-
-
-def _clip(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= _ERROR_DETAIL_LIMIT else text[: _ERROR_DETAIL_LIMIT - 3] + "..."

@@ -12,6 +12,7 @@ import openai
 
 from frontdesk.llm.base import (ChatMessage, LLMError, LLMRequest, LLMResponse, ToolCall, ToolSchema, Usage,
                                 content_text)
+from frontdesk.textutil import error_detail, error_text
 
 DEFAULT_MODEL = "gpt-4o-mini"
 DEFAULT_TIMEOUT = 30.0
@@ -27,7 +28,6 @@ MODEL_ENV_VARS = ("FRONTDESK_LLM_MODEL", "OPENAI_MODEL")
 TIMEOUT_ENV_VARS = ("FRONTDESK_LLM_TIMEOUT",)
 
 _FIXED_TOOL_CHOICES = ("auto", "required", "none")
-_ERROR_DETAIL_LIMIT = 200
 
 
 class OpenAICompatibleProvider:
@@ -82,19 +82,19 @@ class OpenAICompatibleProvider:
             limit = arguments.get("timeout", self.timeout)
             raise LLMError(f"LLM request timed out after {limit:g}s ({url})") from exc
         except openai.APIConnectionError as exc:
-            raise LLMError(f"cannot connect to LLM server at {url}: {_short(exc)}") from exc
+            raise LLMError(f"cannot connect to LLM server at {url}: {error_detail(exc)}") from exc
         except openai.APIStatusError as exc:
             raise LLMError(self._status_error_message(exc, arguments["model"])) from exc
         except openai.OpenAIError as exc:
-            raise LLMError(f"LLM request to {url} failed: {_short(exc)}") from exc
+            raise LLMError(f"LLM request to {url} failed: {error_detail(exc)}") from exc
         except ValueError as exc:  # e.g. a 200 answer whose body is not JSON
-            raise LLMError(f"LLM server at {url} sent an unreadable answer: {_short(exc)}") from exc
+            raise LLMError(f"LLM server at {url} sent an unreadable answer: {error_detail(exc)}") from exc
         try:
             return self._parse_completion(completion, arguments["model"])
         except LLMError:
             raise
         except (ValueError, TypeError, AttributeError) as exc:  # a well-formed JSON answer of the wrong shape
-            raise LLMError(f"LLM server at {url} sent an answer of an unexpected shape: {_short(exc)}") from exc
+            raise LLMError(f"LLM server at {url} sent an answer of an unexpected shape: {error_detail(exc)}") from exc
 
     # -- request -------------------------------------------------------------------------
 
@@ -212,13 +212,13 @@ def _parse_tool_call(raw_call: Any, index: int) -> ToolCall:
             arguments = json.loads(raw_arguments)
         except json.JSONDecodeError as exc:
             raise LLMError(
-                f"the model called tool {name!r} with arguments that are not valid JSON: {_clip(raw_arguments)}"
+                f"the model called tool {name!r} with arguments that are not valid JSON: {error_text(raw_arguments)}"
             ) from exc
     else:
         arguments = raw_arguments
     if not isinstance(arguments, dict):
         raise LLMError(
-            f"the model called tool {name!r} with arguments that are not a JSON object: {_clip(str(raw_arguments))}"
+            f"the model called tool {name!r} with arguments that are not a JSON object: {error_text(str(raw_arguments))}"
         )
     return ToolCall(id=str(getattr(raw_call, "id", None) or f"call_{index}"), name=name, arguments=arguments)
 
@@ -232,21 +232,12 @@ def _error_detail(exc: openai.APIStatusError) -> str:
     if isinstance(body, dict):
         inner = body.get("error", body)
         if isinstance(inner, dict) and isinstance(inner.get("message"), str):
-            return _clip(inner["message"])
+            return error_text(inner["message"])
         if isinstance(inner, str):
-            return _clip(inner)
+            return error_text(inner)
     if isinstance(body, str):
-        return _clip(body)
+        return error_text(body)
     return ""
-
-
-def _short(exc: BaseException) -> str:
-    return _clip(str(exc) or type(exc).__name__)
-
-
-def _clip(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= _ERROR_DETAIL_LIMIT else text[: _ERROR_DETAIL_LIMIT - 3] + "..."
 
 
 def provider_from_config(

@@ -12,6 +12,7 @@ import yaml
 
 from frontdesk.diagnostics import did_you_mean
 from frontdesk.llm.base import LLMError, LLMRequest, LLMResponse, Purpose, ScriptError, ToolCall, Usage
+from frontdesk.textutil import clip
 
 ENTRY_KEYS = ("purpose", "expect", "reply", "calls", "call", "with", "error")
 CALL_KEYS = ("name", "arguments")
@@ -227,10 +228,7 @@ def _last_user_message(request: LLMRequest) -> str:
 
 
 def _quote(text: str) -> str:
-    text = " ".join(text.split())
-    if len(text) > _QUOTE_LIMIT:
-        text = text[: _QUOTE_LIMIT - 3] + "..."
-    return repr(text)
+    return repr(clip(text, _QUOTE_LIMIT, "..."))
 
 
 def _estimate_tokens(text: str) -> int:

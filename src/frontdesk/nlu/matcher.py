@@ -16,6 +16,7 @@ import numpy as np
 
 from frontdesk.nlu.base import Decision, Option, Task, Thresholds
 from frontdesk.nlu.embeddings import Embedder, get_default_embedder
+from frontdesk.nlu.terms import bm25_tokenize  # one tokenizer for every keyword match
 
 # Calibrated with `python bench/accuracy.py --threshold-sweep` (bench/understanding/README.md).
 DEFAULT_THRESHOLDS: dict[Task, Thresholds] = {
@@ -144,8 +145,6 @@ class EmbeddingUnderstanding:
 
 def _terms(text: str) -> list[str]:
     """Content words, stemmed; yes/no words say nothing about which task is meant."""
-    from frontdesk.runtime.retrieval.lexical import bm25_tokenize  # one tokenizer for every keyword match
-
     return [t for t in bm25_tokenize([text])[0] if t not in _POLAR_TERMS]
 
 

@@ -11,7 +11,9 @@ from frontdesk.llm.base import LLMError
 from frontdesk.runtime import prompts
 from frontdesk.runtime.context import Outcome, TurnContext
 from frontdesk.runtime.events import EventLog, register_event_type
+from frontdesk.runtime.orchestration import governing, unanswered_goes_back
 from frontdesk.runtime.policies import policy_message
+from frontdesk.runtime.prompts import NO_ANSWER, build_answer_request
 from frontdesk.runtime.retrieval.fetch import Fetcher, HttpFetcher
 from frontdesk.runtime.retrieval.progress import ProgressCallback
 from frontdesk.runtime.state import Frame
@@ -116,8 +118,6 @@ class ProgressEvents:
 
 class KnowledgeExecutor:
     def run(self, frame: Frame, ctx: TurnContext) -> Outcome:
-        from frontdesk.runtime.prompts import NO_ANSWER, build_answer_request
-
         agent: KnowledgeAgent = ctx.program.agents[frame.agent]  # type: ignore[assignment]
         inp = ctx.input
         if inp.available_to(frame):
@@ -180,8 +180,6 @@ class KnowledgeExecutor:
         first: the other members it may name instead of answering (none otherwise)."""
         if ctx.orchestration.get("autonomous") != agent.name:
             return []
-        from frontdesk.runtime.orchestration import governing
-
         found = governing(ctx)
         if found is None:
             return []
@@ -198,8 +196,6 @@ class KnowledgeExecutor:
         return None
 
     def _no_answer(self, agent: KnowledgeAgent, frame: Frame, ctx: TurnContext, reason: str) -> Outcome:
-        from frontdesk.runtime.orchestration import unanswered_goes_back
-
         if unanswered_goes_back(ctx, frame):  # the local model may have sent it to the wrong agent
             return Outcome.done("success", "gave the message back")
         ctx.log.emit("fallback", agent.name, reason=reason,

@@ -8,14 +8,18 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from frontdesk.expr import evaluate, render_template
+from frontdesk.expr import EvalError, evaluate, is_true, render_template
 from frontdesk.expr.evaluator import EvalEnv
-from frontdesk.ir.expr import memory_path
+from frontdesk.ir.expr import ExprCondition, memory_path
 from frontdesk.ir.models import Expr, Program, Ref, RouterAgent, Template
 from frontdesk.llm.base import LLM, LLMError, LLMRequest, LLMResponse, message_record
 from frontdesk.nlu.base import Decision, Option, Thresholds, Understanding
+from frontdesk.runtime.driver import Driver
 from frontdesk.runtime.events import EventLog
-from frontdesk.runtime.pipeline import PendingToolCall, Pipeline
+from frontdesk.runtime.handoff import with_handoff_phrases
+from frontdesk.runtime.options import route_options
+from frontdesk.runtime.pipeline import BotMessage, PendingToolCall, Pipeline
+from frontdesk.runtime.rules import after_error, render_named
 from frontdesk.runtime.usertext import keepable
 from frontdesk.runtime.state import (
     Frame,
@@ -24,89 +28,17 @@ from frontdesk.runtime.state import (
     SessionState,
     Thread,
 )
+from frontdesk.runtime.steps import ChildResult, Outcome, OutcomeKind
 from frontdesk.runtime.tools import ToolResult, ToolRunner
+from frontdesk.runtime.tools.confirmation import gate
+
+__all__ = ["BotMessage", "ChildResult", "NO_LLM_MESSAGE", "Outcome", "OutcomeKind", "SpeculationStop",
+           "TurnContext", "TurnInput", "TurnPreempted"]
 
 NO_LLM_MESSAGE = (
     "no LLM is configured: set FRONTDESK_LLM_BASE_URL (and FRONTDESK_LLM_API_KEY, FRONTDESK_LLM_MODEL) "
     "for an OpenAI-compatible endpoint, or replay a script with --script"
 )
-
-
-OutcomeKind = Literal["wait", "done", "call", "transfer", "yield", "escalate"]
-
-
-@dataclass
-class Outcome:
-    """What an executor's run left its frame in; the engine acts on it.
-
-    - wait: the frame waits for the user's next message (the turn ends).
-    - done: the agent finished, with a status, a message and a value (its result); the frame that
-      called it gets them in `child_finished`.
-    - call: start `frame` above this one; this one gets the child's result when it ends.
-    - transfer: hand the conversation to `frame`: with `resume`, this frame's thread is suspended and
-      comes back when that agent ends (a handoff that returns); without, this frame ends.
-    - yield: step aside for the frame that started this one (its router): the user turned to another
-      agent (`reason` "switch", `target` that agent) or the agent gave the message back ("hand_back").
-      The thread is suspended and resumed later.
-    - escalate: hand the conversation to a person; the session's status becomes escalated.
-    """
-
-    kind: OutcomeKind
-    status: str = "success"
-    message: str = ""
-    value: dict[str, Any] | None = None  # done: what the agent returns to its caller
-    frame: Frame | None = None  # call / transfer: the frame to start
-    target: str | None = None  # yield with reason switch: the agent the user turned to
-    reason: str = ""  # yield: "switch" | "hand_back"; escalate: why
-    resume: bool = False  # transfer: come back to this frame when the other agent ends
-
-    @staticmethod
-    def wait() -> Outcome:
-        return Outcome("wait")
-
-    @staticmethod
-    def done(status: str = "success", message: str = "", value: dict[str, Any] | None = None) -> Outcome:
-        return Outcome("done", status=status, message=message, value=value)
-
-    @staticmethod
-    def call(frame: Frame) -> Outcome:
-        return Outcome("call", frame=frame)
-
-    @staticmethod
-    def transfer(frame: Frame, resume: bool = False, message: str = "") -> Outcome:
-        return Outcome("transfer", frame=frame, resume=resume, message=message)
-
-    @staticmethod
-    def switch(target: str) -> Outcome:
-        return Outcome("yield", reason="switch", target=target)
-
-    @staticmethod
-    def hand_back(message: str = "") -> Outcome:
-        return Outcome("yield", reason="hand_back", message=message)
-
-    @staticmethod
-    def escalate(reason: str = "") -> Outcome:
-        return Outcome("escalate", reason=reason, message=reason)
-
-
-@dataclass(frozen=True)
-class ChildResult:
-    """What a caller learns of a child frame that ended or stepped aside: never the frame itself."""
-
-    agent: str
-    frame_id: str
-    graph: Literal["main", "setup"]
-    kind: OutcomeKind
-    status: str = "success"
-    message: str = ""
-    value: dict[str, Any] | None = None
-    reason: str = ""  # yield: "switch" | "hand_back"
-    target: str | None = None  # yield with reason switch: the agent the user turned to
-    thread: str | None = None  # yield: the thread it was suspended as (None: it ended)
-
-    @property
-    def setup(self) -> bool:
-        return self.graph == "setup"
 
 
 class TurnInput:
@@ -175,20 +107,17 @@ class TurnInput:
             self._log.emit(type_, agent, **data)
 
 
-@dataclass
-class BotMessage:
-    agent: str | None  # the speaker the user sees (a FLOW step's reasoning agent: the flow's agent)
-    text: str
-    # the history item it was recorded as, kept in step when an output hook changes or drops it
-    item: HistoryItem | None = field(default=None, repr=False, compare=False)
-    by: str | None = field(default=None, compare=False)  # the agent that said it (the name in the trace)
-    # buttons, choices and input fields shown with it (ABL RESPOND ... ACTIONS), as plain dicts; what the
-    # user picks comes back as a message whose text is the element's value or id (ACTION_HANDLERS)
-    actions: list[dict] = field(default_factory=list, compare=False)
-
-
 class TurnPreempted(Exception):
     """A newer message of the session arrived under the `preemptive` strategy: this turn stops unsaved."""
+
+
+class SpeculationStop(BaseException):
+    """A draft (runtime/orchestration.py) reached a tool call: drafting stops before it runs (BaseException,
+    so no executor's error handling mistakes it for the tool failing)."""
+
+    def __init__(self, tool: str, args: dict[str, Any], caller: str | None) -> None:
+        super().__init__(tool)
+        self.tool, self.args, self.caller = tool, args, caller
 
 
 @dataclass
@@ -207,8 +136,9 @@ class TurnContext:
     said: list[BotMessage] = field(default_factory=list)
     sent: list[BotMessage] = field(default_factory=list)  # what the turn sent, once output_ready has run
     input: TurnInput = field(default_factory=lambda: TurnInput(None))
-    # the Engine driving this turn: fan_out (runtime/fanout.py) drives its tasks' stacks with it
-    engine: Any = None
+    # the engine driving this turn (runtime/driver.py): fan_out drives its tasks' stacks with it, a draft
+    # its copy of the session, and handoffs (runtime/handoff.py) hand results to executors through it
+    driver: Driver | None = None
     # the `preemptive` strategy: asked at safe points (before each agent step and LLM call) whether a
     # newer message supersedes this turn; once a tool has run the turn is kept and finishes
     preempt: Callable[[], bool] | None = None
@@ -256,7 +186,7 @@ class TurnContext:
         router = self.program.agents.get(current.agent)
         return (router, chain) if isinstance(router, RouterAgent) else None
 
-    # ---- threads: suspended agents, kept by the engine -----------------------------
+    # ---- threads: suspended agents (moved between the stack and the table by runtime/handoff.py) ----
 
     def thread(self, tid: str) -> Thread | None:
         return self.state.threads.get(tid)
@@ -264,15 +194,6 @@ class TurnContext:
     def threads_of(self, tids: list[str]) -> list[Thread]:
         """The threads among `tids` that still exist (one may have been dropped), in that order."""
         return [self.state.threads[t] for t in tids if t in self.state.threads]
-
-    def resume_thread(self, tid: str) -> Frame:
-        """Take a suspended thread out of the table and put its frames back on the stack, all but the
-        top one: the caller returns `Outcome.call(top)` so the engine starts it running."""
-        thread = self.state.threads.pop(tid)
-        for frame in thread.frames[:-1]:
-            self.state.stack.append(frame)
-        self.log.emit("thread_return", thread.top.agent, thread=tid, reason=thread.reason)
-        return thread.top
 
     def drop_thread(self, tid: str) -> None:
         self.state.threads.pop(tid, None)
@@ -293,13 +214,9 @@ class TurnContext:
 
     def agent_options(self, names: list[str]) -> list[Option]:
         """Agents as options to decide between (mined once per engine, see runtime/options.py)."""
-        from frontdesk.runtime.options import route_options
-
         key = tuple(names)
         if key not in self.option_cache:
             root = Path(self.program.root) if self.program.root else None
-            from frontdesk.runtime.routing import with_handoff_phrases
-
             # ABL HANDOFF WHEN words join the phrases each member is routed by
             self.option_cache[key] = with_handoff_phrases(self.program, route_options(self.program, names, root))
         return self.option_cache[key]
@@ -399,11 +316,10 @@ class TurnContext:
     def _read_only(self, target: Ref, agent: str | None) -> bool:
         """Whether the agent declares this persistent path with ACCESS: read."""
         declaring = self.program.agents.get(agent) if agent else None
-        rules = getattr(declaring, "rules", None)
-        if rules is None:
+        if declaring is None:
             return False
         path = memory_path(target)
-        return any(p.path == path and p.access == "read" for p in rules.memory.persistent)
+        return any(p.path == path and p.access == "read" for p in declaring.rules.memory.persistent)
 
     def set_status(self, scope: str, status: str, message: str = "") -> None:
         record = self.result_of(scope)
@@ -425,9 +341,6 @@ class TurnContext:
         """Whether an expression condition (an ABL WHEN, trigger or rule) holds now. None when it is
         not an expression (a natural-language condition is decided elsewhere) or when evaluating it
         failed: the failure is a `failure` event naming `where`, and the turn goes on."""
-        from frontdesk.expr import EvalError, is_true
-        from frontdesk.ir.expr import ExprCondition
-
         if not isinstance(condition, ExprCondition):
             return None
         try:
@@ -567,12 +480,10 @@ class TurnContext:
         """The caller's ON_ERROR handler for a failed call: for the tool by name, else by the kind of
         failure (tool_timeout, api_error), else tool_error, else unknown_error."""
         failed = result.status == "error" or result.error
-        agent = self.program.agents.get(caller) if caller else None
-        rules = getattr(agent, "rules", None)
-        if rules is None and agent is not None and self.speaker(caller) != caller:
-            # a FLOW step's reasoning agent acts under its flow agent's ON_ERROR
-            rules = getattr(self.program.agents.get(self.speaker(caller)), "rules", None)
-        if not failed or rules is None or not rules.on_error:
+        if not failed or not caller or caller not in self.program.agents:
+            return None
+        rules = self.program.rules_for(caller)  # a FLOW step's reasoning agent: its flow agent's ON_ERROR
+        if not rules.on_error:
             return None
         failure = getattr(result, "failure", None)
         kind = getattr(failure, "kind", "")
@@ -626,14 +537,10 @@ class TurnContext:
         if action.respond is not None and caller:
             self.say(caller, self._render_error(action.respond, caller, frame, tool, result), frame)
         elif action.template and caller:  # RESPOND: TEMPLATE(name), in the channel's variant
-            from frontdesk.runtime.rules import render_named
-
             self.say(caller, render_named(self, action.template, caller), frame)
         if action.escalate:
             self.state.status = "escalated"
             self.log.emit("session_escalated", caller, reason=action.escalate_reason or f"{tool} kept failing")
-        from frontdesk.runtime.rules import after_error
-
         after_error(self, caller, handler, tool)  # LOG, SET, THEN DELEGATE / HANDOFF / GOTO / ASK_USER
         return result
 
@@ -663,11 +570,9 @@ class TurnContext:
     def _tool_time_limit(self, caller: str | None) -> float | None:
         """The calling ABL agent's EXECUTION timeouts.tool_timeout_ms, in seconds (a REASONING step's agent
         takes its flow agent's), or None: the program's `tools:` settings decide."""
-        for name in dict.fromkeys([caller, self.speaker(caller)] if caller else []):
-            rules = getattr(self.program.agents.get(name), "rules", None)
-            if rules is not None and rules.execution.tool_timeout is not None:
-                return rules.execution.tool_timeout
-        return None
+        if not caller or caller not in self.program.agents:
+            return None
+        return self.program.rules_for(caller).execution.tool_timeout
 
     def _count_failure(self, result: ToolResult) -> None:
         """ABL 8.8 `tool_failures`: failed runs of tools in a row (a retry is a run), whoever called them
@@ -688,8 +593,6 @@ class TurnContext:
         self.pipeline.before_tool(self, pending)
         args = pending.args
         if pending.result is None:  # ABL `confirm:`: the user approves the call first (tools/confirmation.py)
-            from frontdesk.runtime.tools.confirmation import gate
-
             approval = gate(self, tool, args, caller, frame)
             if approval.waits:  # the question was asked: nothing ran, the executor waits at the call
                 return approval.result
@@ -698,8 +601,6 @@ class TurnContext:
         ran = pending.result is None  # not answered by a hook, a rule or a declined confirmation
         if ran and self.orchestration.get("speculative"):
             # a best-of-n / first-success draft stops before anything lasting: the chosen one runs for real
-            from frontdesk.runtime.orchestration import SpeculationStop
-
             raise SpeculationStop(tool, dict(args), caller)
         if ran:
             self.check_preempted()

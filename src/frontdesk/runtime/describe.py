@@ -19,6 +19,7 @@ from frontdesk.ir.models import (
     RouterAgent,
 )
 from frontdesk.runtime import prompts
+from frontdesk.runtime.preclassify import PipelineConfig
 from frontdesk.runtime.promptplan import PromptPlan
 from frontdesk.runtime.prompts import NO_ANSWER
 
@@ -38,14 +39,14 @@ def _flow_needs_understanding(agent: FlowAgent) -> bool:
     return False
 
 
-def _abl_context(program: Program, agent: ReasoningAgent) -> prompts.AgentContext | None:
-    """The shape of an ABL agent's system prompt (its sections, fields, profiles, memory), or None
-    for an ADL agent, whose prompt is its own text."""
-    from frontdesk.runtime.reasoning import gather_fields, owner_rules
+def _sections_context(program: Program, agent: ReasoningAgent) -> prompts.AgentContext | None:
+    """The shape of the system prompt of an agent whose policy shows its sections (ABL: its goal, fields,
+    profiles, memory), or None when its prompt is its own text."""
+    from frontdesk.runtime.reasoning import gather_fields
 
-    rules = owner_rules(program, agent)
-    if rules is None:
+    if agent.policy.prompt != "sections":
         return None
+    rules = program.rules_for(agent.name)
     fields = gather_fields(program, agent)
     return prompts.AgentContext(goal=rules.goal, persona=rules.persona, limitations=list(rules.limitations),
                                 fields=list(fields.values()), can_fan_out=bool(agent.delegates),
@@ -55,7 +56,7 @@ def _abl_context(program: Program, agent: ReasoningAgent) -> prompts.AgentContex
 
 def _guardrail_plans(agent) -> list[PromptPlan]:
     """The calls an ABL agent's GUARDRAILS make: the llm_check judge, and the rewrite of a reask action."""
-    guards = getattr(getattr(agent, "rules", None), "guardrails", None) or []
+    guards = agent.rules.guardrails
     out = []
     if any(g.llm_check for g in guards):
         plan = prompts.guardrail_judge_plan(agent.name, "", "", "")
@@ -99,8 +100,6 @@ def plans(program: Program, agent: str | None = None, orchestration: str | None 
         if isinstance(a, RouterAgent):
             members = [program.agents[m.agent] for m in a.members if m.agent in program.agents]
             if len(members) > 1:
-                from frontdesk.runtime.routing import PipelineConfig
-
                 if PipelineConfig.of(a, program).enabled:  # ABL 3.15: the classifier's call comes first
                     out.append(prompts.classify_plan(a, members, ""))
                 strategy = orchestration or a.strategy or program.settings.orchestration or DEFAULT_ORCHESTRATION
@@ -109,7 +108,7 @@ def plans(program: Program, agent: str | None = None, orchestration: str | None 
             if _flow_needs_understanding(a):
                 out.append(prompts.understand_plan(a, [("1", ["example"])], [], ["arg"], [], window))
         elif isinstance(a, ReasoningAgent):
-            about = _abl_context(program, a)
+            about = _sections_context(program, a)
             plan = prompts.reasoning_plan(a, {arg: None for arg in a.arg_names()}, [], about)
             tools = [t.name for t in prompts.reasoning_tools(a, program.tools, about=about)]
             plan.comment += f"\ntools: {', '.join(tools)}"

@@ -16,12 +16,10 @@ from frontdesk.expr.evaluator import EvalEnv
 from frontdesk.ir.models import InactivityRule, Program
 from frontdesk.llm.base import LLM
 from frontdesk.nlu.base import Understanding
-from frontdesk.runtime import escalation, orchestration
+from frontdesk.runtime import escalation, handoff, orchestration
 from frontdesk.runtime.answering import KnowledgeCache, KnowledgeExecutor
 from frontdesk.runtime.context import (
     BotMessage,
-    ChildResult,
-    Outcome,
     TurnContext,
     TurnPreempted,
     TurnInput,
@@ -32,17 +30,16 @@ from frontdesk.runtime.pipeline import Pipeline
 from frontdesk.runtime.policies import KIND_OF, new_frame
 from frontdesk.runtime.reasoning import ReasoningExecutor
 from frontdesk.runtime.routing import RouterExecutor
-from frontdesk.runtime.rules import RulesHook
+from frontdesk.runtime.rules import RulesHook, declares_rules
 from frontdesk.runtime.state import (
-    THREAD_LIMIT,
     FlowData,
     Frame,
     HistoryItem,
     SessionState,
-    Thread,
     bound_history,
     load_state,
 )
+from frontdesk.runtime.steps import Call, ChildResult, Done, Escalate, Transfer, UnknownStep, Wait, Yield
 from frontdesk.runtime import inactivity
 from frontdesk.runtime.tools import ProgramToolRunner, ToolRunner
 from frontdesk.runtime.usertext import check_text
@@ -57,8 +54,6 @@ LOOP_APOLOGY = "Sorry, I got stuck. Let's start over: how can I help you?"
 
 
 register_event_type("session_escalated", "an agent handed the conversation to a person", ("reason",))
-# The turn's frame in the trace, named as ABL's core concepts name them (same for ADL programs).
-register_event_type("thread_return", "a suspended thread came back to the stack", ("thread",))
 register_event_type("inactivity", "the user said nothing for a while: a timed rule reminds them or ends the session",
                     ("after", "action"))
 register_event_type("turn_preempted", "a newer message superseded this turn; only its message was kept",
@@ -148,13 +143,10 @@ class Engine:
         # what expressions read as NOW() and draw UNIQUE_ID() from: the engine's clock, and `random`
         # (a seeded random.Random in tests)
         self.eval_env = EvalEnv(clock=self._now, random=random or SystemRandom())
-        # hooks at the turn's interception points (input, tool calls, output, turn end): see pipeline.py
-        # an agent's declared constraints and guardrails (ABL) are the pipeline's first hook
-        declared = any(a.rules is not None
-                       for a in program.agents.values())
-        self.pipeline = Pipeline(([RulesHook()] if declared else []) + list(hooks or []))
-        # the same hook at the engine's own turn points (agent finishing, after the agents ran, handoffs)
-        self.rules: RulesHook | None = self.pipeline.hooks[0] if declared else None
+        # hooks at the turn's interception points (input, tool calls, output, turn end) and where the
+        # agents are driven (an agent finishing, a handoff, after the agents ran): see pipeline.py;
+        # the agents' declared rules (constraints, guardrails, hooks, memory) are the pipeline's first hook
+        self.pipeline = Pipeline(([RulesHook()] if declares_rules(program) else []) + list(hooks or []))
         # knowledge agents' indexes, built on first use (the application wires its fetcher, embedder and
         # progress display); by default web pages are fetched and retrieval is keyword-only
         self.knowledge = knowledge if knowledge is not None else KnowledgeCache(program)
@@ -169,6 +161,11 @@ class Engine:
 
     def _now(self) -> datetime:
         return datetime.fromtimestamp(self.clock() if self.clock else time.time(), UTC)
+
+    @property
+    def rules(self) -> RulesHook | None:
+        """The hook of the agents' declared rules in the pipeline, if the program declares any."""
+        return next((h for h in self.pipeline.hooks if isinstance(h, RulesHook)), None)
 
     # ---- public API ----------------------------------------------------------------
 
@@ -194,7 +191,7 @@ class Engine:
     def _start_session(self, session_id: str, program_label: str, user_id: str, channel: str) -> TurnResult:
         state = SessionState(session_id=session_id, program=program_label, program_digest=self.digest,
                              user_id=user_id, channel=channel)
-        ctx = self._context(state)
+        ctx = self.context(state)
         ctx.log.emit("session_started", None, program=program_label, entry=self.program.entry)
         state.system[LAST_INPUT_KEY] = self._now().timestamp()
         state.stack.append(new_frame(ctx, self.program.entry))
@@ -213,7 +210,7 @@ class Engine:
             raise SessionNotFound(f"no session {session_id!r}")
         state = load_state(raw, self.program.tools)
         state.turn += 1
-        ctx = self._context(state)
+        ctx = self.context(state)
         escalation.human_completed(ctx, human)
         return self._finish(ctx, drive=False)
 
@@ -237,17 +234,6 @@ class Engine:
             for rule in inactivity.rules_of(agent) if agent is not None else ():
                 rules[rule.after] = rule
         return [rules[after] for after in sorted(rules)]
-
-    def idle_check(self, raw: dict, now: float | None = None) -> InactivityRule | None:
-        """The inactivity rule due for a stored session (its state as loaded), or None: only a session that
-        waits for its user has one, counted from the user's last message (or the session's start)."""
-        if raw.get("status") != "waiting":
-            return None
-        try:
-            state = load_state(raw, self.program.tools)
-        except ValueError:
-            return None
-        return self._due(state, self._timestamp(now))
 
     def _due(self, state: SessionState, now: float) -> InactivityRule | None:
         since = state.system.get(LAST_INPUT_KEY)
@@ -278,7 +264,7 @@ class Engine:
             state.turn += 1
             idle_for = now - state.system[LAST_INPUT_KEY]
             state.system[FIRED_KEY] = [*(state.system.get(FIRED_KEY) or []), rule.after]
-            ctx = self._context(state)
+            ctx = self.context(state)
             ctx.log.emit("inactivity", None, after=rule.after, action=rule.action, idle=round(idle_for, 3))
             active = next((f.agent for f in reversed(state.stack) if f.graph == "main"), None)
             ctx.say(active, inactivity.said(rule))
@@ -301,7 +287,7 @@ class Engine:
         state.turn += 1
         if state.status == "waiting":
             state.status = "active"
-        ctx = self._context(state)
+        ctx = self.context(state)
         was_over = state.ended or not state.stack
         if state.program_digest != self.digest:
             self._adopt_program(ctx)
@@ -382,14 +368,14 @@ class Engine:
 
     # ---- the loop ------------------------------------------------------------------
 
-    def _context(self, state: SessionState) -> TurnContext:
+    def context(self, state: SessionState) -> TurnContext:
+        """A turn's context over `state`: what executors, hooks and tests read and write it through."""
         log = EventLog(state.event_seq, state.turn, clock=self.clock, subscribers=self.subscribers)
         ctx = TurnContext(program=self.program, state=state, llm=self.llm, tools=self.tools, log=log,
                           knowledge=self.knowledge, understanding=self.understanding, eval_env=self.eval_env,
                           option_cache=self.option_cache, memory=self.memory, pipeline=self.pipeline,
-                          engine=self)
-        if self.rules is not None:  # lifecycle events drive MEMORY recall and agent HOOKS
-            self.rules.attach(ctx, self)
+                          driver=self)
+        self.pipeline.context_opened(ctx)  # the rules: lifecycle events drive MEMORY recall and agent HOOKS
         return ctx
 
     def _finish(self, ctx: TurnContext, drive: bool = True, held: bool = False) -> TurnResult:
@@ -398,12 +384,12 @@ class Engine:
         ctx.log.emit("execution.started", active, agent=active, turn=ctx.state.turn)
         if drive:
             try:
-                if not orchestration.before_turn(self, ctx):  # guardrails, routing first, drafting
+                if not orchestration.before_turn(ctx):  # guardrails, routing first, drafting
                     self._drive(ctx)
             finally:
                 orchestration.after_turn(ctx)
-        if self.rules is not None and not held:  # ON_FAIL actions, every-turn constraints, after_turn hooks
-            self.rules.after_drive(ctx, self)
+        if not held:  # the rules: ON_FAIL actions, every-turn constraints, after_turn hooks
+            self.pipeline.after_drive(ctx)
         if not held:
             escalation.after_turn(ctx)  # ESCALATE triggers; every escalation gets its context_for_human
         state = ctx.state
@@ -450,6 +436,10 @@ class Engine:
         of the session, see runtime/orchestration.py)."""
         self._drive(ctx)
 
+    def child_finished(self, frame: Frame, result: ChildResult, ctx: TurnContext) -> None:
+        """Give `frame`'s executor the result of a child that ended or stepped aside."""
+        self.executors[frame.kind].child_finished(frame, result, ctx)
+
     def _drive(self, ctx: TurnContext, task: bool = False) -> ChildResult | None:
         stack = ctx.state.stack
         last: ChildResult | None = None  # task: the result of the agent that ended last
@@ -464,48 +454,47 @@ class Engine:
             frame = stack[-1]
             if not task:
                 ctx.check_preempted()
-            outcome = self.executors[frame.kind].run(frame, ctx)
-            if outcome.kind == "wait":
-                return
-            if outcome.kind == "call":
-                assert outcome.frame is not None
-                self._start(outcome.frame, frame.id, frame.agent, ctx)
-                continue
-            if outcome.kind == "escalate":
-                if task:  # the fan_out's caller decides whether the conversation goes to a person
-                    return self._result(frame, outcome, None, ctx)
-                self._escalate(frame, outcome, ctx)
-                return
-            if outcome.kind == "transfer":
-                self._transfer(frame, outcome, ctx)
-                continue
-            if outcome.kind == "yield":
-                from frontdesk.runtime.routing import return_to_parent
-
-                if return_to_parent(self, frame, outcome, ctx):  # the agent that handed over takes it back
+            step = self.executors[frame.kind].run(frame, ctx)
+            match step:
+                case Wait():
+                    return
+                case Call(frame=child):
+                    handoff.start(ctx, child, frame.id, frame.agent)
                     continue
-                thread = self._suspend_chain(frame, outcome, ctx)
-                base = thread.base if thread is not None else frame
-                result = self._result(base, outcome, thread, ctx)
-            else:
-                if self.rules is not None and outcome.kind == "done":
-                    verdict = self.rules.before_done(frame, outcome, ctx, self)  # BEFORE returning results
-                    if verdict == "continue":
+                case Escalate():
+                    if task:  # the fan_out's caller decides whether the conversation goes to a person
+                        return handoff.result_of(ctx, frame, step)
+                    self._escalate(frame, step, ctx)
+                    return
+                case Transfer():
+                    handoff.transfer(ctx, frame, step)
+                    continue
+                case Yield():
+                    if handoff.return_to_parent(ctx, frame, step):  # the agent that handed over takes it back
                         continue
-                    if verdict == "stop":
+                    thread = handoff.suspend_chain(ctx, frame, step)
+                    base = thread.base if thread is not None else frame
+                    result = handoff.result_of(ctx, base, step, thread)
+                case Done():
+                    finishing = self.pipeline.before_done(ctx, frame, step)  # the rules: BEFORE returning results
+                    if finishing.verdict == "continue":
+                        continue
+                    if finishing.verdict == "stop":
                         return
-                stack.pop()
-                frame.status = "done"
-                self._finished(frame, outcome, ctx)
-                result = self._result(frame, outcome, None, ctx)
-                if self._resume_handoff(frame, result, ctx):
-                    continue
+                    step = finishing.outcome
+                    stack.pop()
+                    frame.status = "done"
+                    self._finished(frame, step, ctx)
+                    result = handoff.result_of(ctx, frame, step)
+                    if handoff.resume_handoff(ctx, frame, result):
+                        continue
+                case _:
+                    raise UnknownStep(step, frame.agent)
             last = result
             if stack:
-                parent = stack[-1]
-                self.executors[parent.kind].child_finished(parent, result, ctx)
-            if outcome.kind == "done" and frame.graph == "main" and not (task and not stack):
-                self._apply_exit(frame, outcome, ctx)
+                self.child_finished(stack[-1], result, ctx)
+            if isinstance(step, Done) and frame.graph == "main" and not (task and not stack):
+                self._apply_exit(frame, step, ctx)
         if task:
             ctx.log.emit("error", None, where="engine", message=f"{MAX_TRANSITIONS_PER_TURN} agent transitions "
                          "in one fan_out task: agents keep calling each other")
@@ -522,124 +511,16 @@ class Engine:
             ctx.input.state = "taken"
             stack[-1].waiting = True
 
-    @staticmethod
-    def _result(frame: Frame, outcome: Outcome, thread: Thread | None, ctx: TurnContext) -> ChildResult:
-        """What the caller learns of a child: an agent that ended returns its value, by default the
-        values of its arguments (a call with a result)."""
-        value = outcome.value
-        if value is None and outcome.kind == "done" and frame.graph == "main":
-            value = {k: v for k, v in ctx.values(frame.agent).items() if v is not None}
-        return ChildResult(agent=frame.agent, frame_id=frame.id, graph=frame.graph, kind=outcome.kind,
-                           status=outcome.status, message=outcome.message, value=value,
-                           reason=outcome.reason, target=outcome.target,
-                           thread=thread.id if thread is not None else None)
-
-    def _start(self, child: Frame, parent_id: str | None, by: str, ctx: TurnContext) -> None:
-        if child.parent is None:  # a resumed frame keeps the caller it had
-            child.parent = parent_id
-        ctx.state.stack.append(child)
-        if child.graph == "main" and not child.started:
-            ctx.log.emit("agent_started", child.agent, by=by)
-
-    def _escalate(self, frame: Frame, outcome: Outcome, ctx: TurnContext) -> None:
+    def _escalate(self, frame: Frame, step: Escalate, ctx: TurnContext) -> None:
         """The agent hands the conversation to a person: the session says so and waits."""
         ctx.state.status = "escalated"
-        ctx.log.emit("session_escalated", frame.agent, reason=outcome.reason)
-        escalation.escalate(ctx, frame.agent, outcome.reason)  # context_for_human, `escalated` event
+        ctx.log.emit("session_escalated", frame.agent, reason=step.reason)
+        escalation.escalate(ctx, frame.agent, step.reason)  # context_for_human, `escalated` event
         if ctx.input.available_to(frame) or ctx.input.is_open:
             ctx.input.state = "taken"
         frame.waiting = True
 
-    def _transfer(self, frame: Frame, outcome: Outcome, ctx: TurnContext) -> None:
-        """A handoff: the other agent takes the conversation. With `resume`, this agent's thread is
-        suspended and comes back, transcript and data intact, when that agent ends."""
-        stack = ctx.state.stack
-        target = outcome.frame
-        assert target is not None
-        if self.rules is not None and not self.rules.handoff_allowed(frame, outcome, ctx):
-            return  # a handoff guardrail stopped it: the agent goes on
-        from frontdesk.runtime.routing import resume_returned
-
-        target = resume_returned(ctx, frame, target)  # one that returned to this agent earlier goes on
-        if outcome.resume:
-            frame.waiting = True
-            chain = self._take_chain(ctx)
-            thread = self._new_thread(chain, "handoff", ctx, resume_after=target.id)
-            parent = stack[-1].id if stack else None
-            ctx.log.emit("agent_suspended", frame.agent, by=f"handoff to {target.agent}", reason="handoff",
-                         thread=thread.id)
-        else:
-            stack.pop()
-            frame.status = "done"
-            parent = frame.parent
-            ctx.set_status(frame.agent, "success", outcome.message or f"handed off to {target.agent}")
-            ctx.log.emit("agent_finished", frame.agent, status="success", handed_off_to=target.agent,
-                         message=outcome.message)
-            for waiting in ctx.state.threads.values():
-                if waiting.resume_after == frame.id:  # whoever waited for this agent now waits for the next
-                    waiting.resume_after = target.id
-        self._start(target, parent, f"handoff from {frame.agent}", ctx)
-
-    def _resume_handoff(self, frame: Frame, result: ChildResult, ctx: TurnContext) -> bool:
-        """An agent that another handed the conversation to ended: the thread that handed off comes back."""
-        thread = next((t for t in ctx.state.threads.values() if t.resume_after == frame.id), None)
-        if thread is None:
-            return False
-        del ctx.state.threads[thread.id]
-        for resumed in thread.frames:
-            ctx.state.stack.append(resumed)
-        top = thread.top
-        ctx.log.emit("thread_return", top.agent, thread=thread.id, reason=thread.reason)
-        ctx.log.emit("agent_resumed", top.agent, by=f"end of {frame.agent}", thread=thread.id)
-        parent = self.program.agents.get(top.agent)
-        if getattr(parent, "rules", None) is not None:  # ABL: handoff.completed and the ON_RETURN map
-            from frontdesk.runtime.routing import handoff_returned
-
-            handoff_returned(ctx, top.agent, next((h for h in getattr(parent, "handoffs", [])
-                                                   if h.agent == frame.agent), None), result)
-        self.executors[top.kind].child_finished(top, result, ctx)
-        return True
-
-    def _take_chain(self, ctx: TurnContext) -> list[Frame]:
-        """Take the top frame off the stack with the callers above the nearest router: they step aside
-        (and come back) together."""
-        stack = ctx.state.stack
-        below = max((i for i, f in enumerate(stack[:-1]) if f.kind == "router"), default=None)
-        start = len(stack) - 1 if below is None else below + 1
-        chain = stack[start:]
-        del stack[start:]
-        return chain
-
-    def _new_thread(self, chain: list[Frame], reason: str, ctx: TurnContext, owner: str | None = None,
-                    resume_after: str | None = None) -> Thread:
-        state = ctx.state
-        tid = f"t{state.next_thread}"
-        state.next_thread += 1
-        thread = Thread(id=tid, frames=chain, reason=reason, owner=owner, resume_after=resume_after,
-                        suspended_at=state.turn)
-        state.threads[tid] = thread
-        while len(state.threads) > THREAD_LIMIT:
-            oldest = next(iter(state.threads.values()))
-            del state.threads[oldest.id]
-            ctx.log.emit("agent_dropped", oldest.base.agent, by="engine",
-                         reason=f"more than {THREAD_LIMIT} interrupted tasks are kept")
-        return thread
-
-    def _suspend_chain(self, frame: Frame, outcome: Outcome, ctx: TurnContext) -> Thread | None:
-        """An agent stepped aside (the user turned to another agent, or it gave the message back):
-        it and the agents that called it since the router below are suspended together as a thread,
-        to come back together. With no router below, the agent just ends (None)."""
-        stack = ctx.state.stack
-        frame.waiting = True  # it comes back waiting for the user's next message
-        chain = self._take_chain(ctx)
-        if not stack or stack[-1].kind != "router":  # no router below: the agent just ends
-            return None
-        if len(chain) > 1:
-            ctx.log.emit("step", chain[0].agent, action="steps aside with the agent it called",
-                         called=[f.agent for f in chain[1:]])
-        return self._new_thread(chain, outcome.reason or "switch", ctx, owner=stack[-1].id)
-
-    def _finished(self, frame: Frame, outcome: Outcome, ctx: TurnContext) -> None:
+    def _finished(self, frame: Frame, outcome: Done, ctx: TurnContext) -> None:
         if frame.graph == "setup":
             return
         ctx.set_status(frame.agent, outcome.status, outcome.message)
@@ -655,7 +536,7 @@ class Engine:
             ctx.log.emit("agent_dropped", agent, by=owner,
                          reason="the same task was completed since it was interrupted")
 
-    def _apply_exit(self, frame: Frame, outcome: Outcome, ctx: TurnContext) -> None:
+    def _apply_exit(self, frame: Frame, outcome: Done, ctx: TurnContext) -> None:
         agent = self.program.agents[frame.agent]
         policy = agent.exit
         if policy is None or policy.kind == "default" or outcome.status != "success":
@@ -663,4 +544,4 @@ class Engine:
         if policy.kind == "agent" and policy.value in self.program.agents:
             ctx.log.emit("step", frame.agent, action="exit policy", agent=policy.value)
             parent = ctx.state.stack[-1].id if ctx.state.stack else None
-            self._start(new_frame(ctx, policy.value), parent, f"exit policy of {frame.agent}", ctx)
+            handoff.start(ctx, new_frame(ctx, policy.value), parent, f"exit policy of {frame.agent}")

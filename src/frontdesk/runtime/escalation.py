@@ -10,10 +10,16 @@ checked after the agents ran, on the agents of the stack from the top down; the 
 
 from __future__ import annotations
 
+import re
+from itertools import pairwise
 from typing import Any
 
+from frontdesk.ir.behaviour import AgentRules
+from frontdesk.ir.expr import Ref
 from frontdesk.runtime.context import TurnContext
 from frontdesk.runtime.events import register_event_type
+from frontdesk.runtime.rules import message
+from frontdesk.runtime.state import HistoryItem
 
 register_event_type("escalated", "the session went to a person, with the context prepared for them",
                     ("agent", "reason", "priority", "context_for_human"))
@@ -38,8 +44,7 @@ def check_triggers(ctx: TurnContext) -> bool:
             continue
         seen.add(frame.agent)
         agent = ctx.program.agents.get(frame.agent)
-        rules = getattr(agent, "rules", None)
-        for trigger in rules.escalation if rules is not None else []:
+        for trigger in agent.rules.escalation if agent is not None else []:
             if not ctx.holds(trigger.when, frame.agent, frame, where="ESCALATE trigger"):
                 continue
             key = f"{frame.agent}: {trigger.when.source}"
@@ -73,9 +78,14 @@ def escalate(ctx: TurnContext, agent: str | None, reason: str, priority: str = "
     return record
 
 
+def _declared(ctx: TurnContext, agent: str | None) -> AgentRules:
+    """The rules the agent declares (empty for no agent)."""
+    found = ctx.program.agents.get(agent or "")
+    return found.rules if found is not None else AgentRules()
+
+
 def _declared_priority(ctx: TurnContext, agent: str | None, reason: str) -> str:
-    rules = getattr(ctx.program.agents.get(agent or ""), "rules", None)
-    for trigger in rules.escalation if rules is not None else []:
+    for trigger in _declared(ctx, agent).escalation:
         if trigger.reason and trigger.reason == reason:
             return trigger.priority
     return "medium"
@@ -84,8 +94,7 @@ def _declared_priority(ctx: TurnContext, agent: str | None, reason: str) -> str:
 def context_for_human(ctx: TurnContext, agent: str | None) -> dict[str, Any]:
     """The agent's `context_for_human` list read against the session. Without one: the transcript, the
     agent's values and the failure counts."""
-    rules = getattr(ctx.program.agents.get(agent or ""), "rules", None)
-    declared = rules.metadata.get("ESCALATE") if rules is not None else None
+    declared = _declared(ctx, agent).metadata.get("ESCALATE")
     items = declared.get("context_for_human") if isinstance(declared, dict) else None
     if items is None and isinstance(declared, list):  # ESCALATE as a list of triggers with CONTEXT: [...]
         items = [x for entry in declared if isinstance(entry, dict) for x in _as_list(entry.get("CONTEXT", entry.get("context")))]
@@ -143,8 +152,6 @@ def _lookup(ctx: TurnContext, agent: str | None, values: dict[str, Any], path: s
 def _resolve(ctx: TurnContext, agent: str | None, values: dict[str, Any], spec: Any) -> Any:
     """A package entry as written: `{name}` or `{a, b}` read from the session; a mapping entry by entry;
     text with `{x}` placeholders filled in; other text kept."""
-    import re
-
     if isinstance(spec, dict):  # {a, b} in YAML is a mapping of names to nothing: read each name
         return {str(k): _named(ctx, agent, values, str(k)) if v is None else _resolve(ctx, agent, values, v)
                 for k, v in spec.items()}
@@ -188,8 +195,6 @@ def hold(ctx: TurnContext, text: str) -> None:
     goes into the conversation and into the `context_for_human` package (`messages_while_waiting`), and
     the user gets a holding reply, the escalating agent's `MESSAGES: escalation_holding` (or that of an
     agent on the stack, or the entry agent's), else HOLDING_REPLY. No agent, tool, hook or model runs."""
-    from frontdesk.runtime.state import HistoryItem
-
     state = ctx.state
     state.history.append(HistoryItem(role="user", text=text, turn=state.turn))
     ctx.log.emit("user_message", None, text=text)
@@ -209,12 +214,9 @@ def hold(ctx: TurnContext, text: str) -> None:
 
 def holding_reply(ctx: TurnContext, escalated_by: str | None) -> tuple[str | None, str]:
     """Who says the holding reply and its words (MESSAGES: escalation_holding, else the default)."""
-    from frontdesk.runtime.rules import message
-
     names = [escalated_by, *(f.agent for f in reversed(ctx.state.stack)), ctx.program.entry]
     for name in dict.fromkeys(n for n in names if n):
-        rules = getattr(ctx.program.agents.get(name), "rules", None)
-        if rules is not None and rules.messages.get(HOLDING_MESSAGE):
+        if _declared(ctx, name).messages.get(HOLDING_MESSAGE):
             return name, message(ctx, name, HOLDING_MESSAGE, HOLDING_REPLY)
     speaker = escalated_by if escalated_by in ctx.program.agents else None
     return speaker, HOLDING_REPLY
@@ -230,8 +232,6 @@ def human_completed(ctx: TurnContext, human: dict[str, Any]) -> str:
     is active again, and the escalating agent's first on_human_complete rule that holds runs: its words
     are said; COMPLETE: true ends that agent (the supervisor below takes the next message); CONTINUE
     gives the agent the person's instructions and it goes on. Returns what was done."""
-    from frontdesk.ir.expr import Ref
-
     record = ctx.state.system.get("escalation")
     agent = record.get("agent") if isinstance(record, dict) else None
     ctx.state.system["escalate.completed"] = True
@@ -242,10 +242,9 @@ def human_completed(ctx: TurnContext, human: dict[str, Any]) -> str:
     owner = agent if agent in ctx.program.agents else None
     if owner is not None:
         ctx.assign(Ref(scope="session", name="human"), dict(human), owner, why="the person's report")
-    rules = getattr(ctx.program.agents.get(owner or ""), "rules", None)
     frame = next((f for f in reversed(ctx.state.stack) if f.agent == owner and f.graph == "main"), None)
     action = "none"
-    for rule in rules.after_human if rules is not None else []:
+    for rule in _declared(ctx, owner).after_human:
         if not ctx.holds(rule.when, owner, frame, where="on_human_complete"):
             continue
         if rule.action.respond is not None:
@@ -319,8 +318,6 @@ TRAJECTORY_WINDOW = 3  # user messages the trajectory looks at
 
 def sentiment_of(text: str) -> str:
     """One of 8.8's legal values, from words and shouting: the strongest reading wins, frustration first."""
-    import re
-
     lowered = " " + re.sub(r"\s+", " ", text.lower()) + " "
     shouting = sum(1 for w in re.findall(r"[A-Za-z]{3,}", text) if w.isupper()) >= 2 or "!!" in text
     found = {label for label, words in _SENTIMENT_WORDS.items()
@@ -340,8 +337,6 @@ def sentiment_of(text: str) -> str:
 def trajectory_of(scores: list[int]) -> str:
     if len(scores) < 2:
         return "stable"
-    from itertools import pairwise
-
     steps = [b - a for a, b in pairwise(scores)]
     if any(s > 0 for s in steps) and any(s < 0 for s in steps):
         return "volatile"
@@ -353,9 +348,10 @@ def trajectory_of(scores: list[int]) -> str:
 
 
 def read_sentiment(ctx: TurnContext, text: str) -> None:
-    """Set `user.sentiment` and `sentiment_trajectory` (ABL 8.8) from the user's message, for ABL programs
-    (conditions and ESCALATE triggers read them); an ADL session's state is left as it was."""
-    if not text or not any(getattr(a, "rules", None) is not None for a in ctx.program.agents.values()):
+    """Set `user.sentiment` and `sentiment_trajectory` (ABL 8.8) from the user's message, when an agent's
+    policy keeps the system variables (conditions and ESCALATE triggers read them); else the session's
+    state is left as it was."""
+    if not text or not any(a.policy.system_variables for a in ctx.program.agents.values()):
         return
     label = sentiment_of(text)
     scores = [int(s) for s in ctx.state.system.get("_sentiment_scores") or []][-(TRAJECTORY_WINDOW - 1):]

@@ -100,6 +100,11 @@ class EventLog:
         self._clock = clock or time.time
         self._subscribers: list[Subscriber] = list(subscribers or [])
 
+    @property
+    def clock(self) -> Clock:
+        """What the events' times are read from (a log of a fan_out task or a draft uses the turn's)."""
+        return self._clock
+
     def subscribe(self, subscriber: Subscriber) -> None:
         self._subscribers.append(subscriber)
 

@@ -38,7 +38,7 @@ from typing import Any
 
 from frontdesk.ir.models import ReasoningAgent
 from frontdesk.llm.base import ScriptError, ToolCall
-from frontdesk.runtime import prompts
+from frontdesk.runtime import handoff, prompts
 from frontdesk.runtime.context import BotMessage, ChildResult, TurnContext, TurnInput
 from frontdesk.runtime.events import EventLog, register_event_type
 from frontdesk.runtime.policies import new_frame
@@ -158,8 +158,7 @@ def task_context(ctx: TurnContext, base: SessionState, index: int) -> tuple[Turn
     state = base.model_copy(deep=True)
     state.stack, state.threads = [], {}  # only the delegate's frame will be on it; no thread to resume
     state.next_frame = base.next_frame + index * FRAME_STRIDE
-    engine = ctx.engine
-    log = EventLog(0, ctx.log.turn, clock=getattr(engine, "clock", None))
+    log = EventLog(0, ctx.log.turn, clock=ctx.log.clock)
     given = ctx.input
     task_input = TurnInput(given.text, log)
     # the calling agent's hold on the message carries over, quietly: the delegate does not answer it
@@ -167,9 +166,8 @@ def task_context(ctx: TurnContext, base: SessionState, index: int) -> tuple[Turn
     task_input.passed, task_input.used, task_input.also = list(given.passed), given.used, None
     memory = TaskMemory(ctx.memory) if ctx.memory is not None else None
     task = dataclasses.replace(ctx, state=state, log=log, said=[], input=task_input, memory=memory, task=True)
-    rules = getattr(engine, "rules", None)
-    if rules is not None:  # lifecycle events of the task's agents drive their MEMORY recall and HOOKS
-        rules.attach(task, engine)
+    # the rules: lifecycle events of the task's agents drive their MEMORY recall and HOOKS
+    task.pipeline.context_opened(task)
     return task, memory
 
 
@@ -177,7 +175,6 @@ def run_task(run: TaskRun, caller: ReasoningAgent, caller_frame: Frame) -> None:
     """Run one task to its end on its own context; never raises (but for a script that went off its
     script, which is a test's bug)."""
     ctx = run.ctx
-    engine = ctx.engine
     started = time.perf_counter()
     try:
         delegation = next(d for d in caller.delegates if d.agent == run.agent)
@@ -187,8 +184,8 @@ def run_task(run: TaskRun, caller: ReasoningAgent, caller_frame: Frame) -> None:
         ctx.log.emit("step", caller.name, action="delegate", agent=run.agent, via=prompts.FAN_OUT_TOOL,
                      task=run.index)
         frame = new_frame(ctx, run.agent)
-        engine._start(frame, caller_frame.id, caller.name, ctx)
-        ended = engine.drive_task(ctx)
+        handoff.start(ctx, frame, caller_frame.id, caller.name)
+        ended = handoff.driver(ctx).drive_task(ctx)
         run.result, run.merge, run.deliver = outcome_of(ctx, caller.name, ended)
     except ScriptError:
         raise
@@ -227,7 +224,7 @@ def outcome_of(ctx: TurnContext, caller: str, ended: ChildResult | None) -> tupl
 
 def parallel_mode(ctx: TurnContext) -> tuple[bool, str]:
     """Whether the tasks run at the same time, and why (or why not)."""
-    if ctx.engine is None:
+    if ctx.driver is None:
         return False, NO_ENGINE_WHY
     if getattr(ctx.llm, "ordered", False):
         return False, ORDERED_WHY
@@ -243,7 +240,7 @@ def fan_out(ctx: TurnContext, agent: ReasoningAgent, frame: Frame, tasks: list[d
     ctx.log.emit("fan_out.started", agent.name, tasks=[t["agent"] for t in tasks],
                  mode="parallel" if parallel else "sequential", why=why,
                  **({"workers": min(len(tasks), MAX_WORKERS)} if parallel and tasks else {}))
-    if ctx.engine is None:
+    if ctx.driver is None:
         results += [{"agent": t["agent"], "status": "error", "message": NO_ENGINE_WHY} for t in tasks]
         ctx.log.emit("fan_out.completed", agent.name, results=results, tasks=[], conflicts=[], duration_ms=0.0)
         return results
@@ -338,7 +335,7 @@ def merge(ctx: TurnContext, base: SessionState, runs: list[TaskRun]) -> list[dic
     written: dict[tuple[str, ...], tuple[int, Any]] = {}
     conflicts: dict[tuple[str, ...], dict[str, Any]] = {}
     memory_written: dict[tuple[str, str, str], tuple[int, Any]] = {}
-    notify = list(getattr(ctx.engine, "subscribers", []) or [])
+    notify = list(ctx.driver.subscribers) if ctx.driver is not None else []
     for run in runs:
         task_state = run.ctx.state
         ctx.log.adopt(run.ctx.log.events, notify=notify)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from typing import Any
 
+from pydantic import BaseModel
 from frontdesk.expr import EvalError, is_true
+from frontdesk.ir.expr import Call
 from frontdesk.ir.models import (
     AssignNode,
     BranchNode,
@@ -13,6 +16,7 @@ from frontdesk.ir.models import (
     EscalateNode,
     ExprCondition,
     FlowAgent,
+    Handoff,
     HandoffNode,
     InvokeNode,
     JumpNode,
@@ -21,22 +25,27 @@ from frontdesk.ir.models import (
     SayNode,
     StepGraph,
 )
+from frontdesk.llm.base import ChatMessage, LLMRequest, ToolSchema
 from frontdesk.nlu.base import Option
 from frontdesk.nlu.matcher import polarity
 from frontdesk.runtime import orchestration, prompts
 from frontdesk.runtime.context import ChildResult, Outcome, TurnContext
 from frontdesk.runtime.events import register_event_type
+from frontdesk.runtime.extract import PATTERN_TYPES, check_value, extract_values, named_fields, says_correction
+from frontdesk.runtime.handoff import keep_passed, receiver_context
 from frontdesk.runtime.options import claims_options
 from frontdesk.runtime.policies import (
     answers_yes_no,
     apply_fallback,
+    clear_topic_switch,
     few_words,
     new_frame,
     setup_frame,
     switch_candidates,
 )
-from frontdesk.runtime.rules import step_checkpoint
-from frontdesk.runtime.state import Frame
+from frontdesk.runtime.routing import digression_by_llm
+from frontdesk.runtime.rules import active_profiles, effective_profile, step_checkpoint
+from frontdesk.runtime.state import GATHERED_BEFORE, Frame
 
 MAX_STEPS_PER_RUN = 500
 register_event_type("flow_transition", "a flow entered one of its named steps", ("step",))
@@ -60,7 +69,6 @@ _SMALL_TALK = {"hi", "hello", "hey", "hiya", "good", "morning", "afternoon", "ev
                "ok", "okay", "cheers", "bye", "goodbye", "there"}
 _QUESTION_WORDS = {"what", "whats", "where", "when", "why", "who", "how", "which", "can", "could", "would", "do",
                    "does", "is", "are", "will", "should"}
-DEFAULT_MAX_FLOW_ITERATIONS = 100  # ABL 7.11: step transitions per session
 DEFAULT_VALIDATION_RETRIES = 3
 FLOW_LIMIT_HANDLERS = ("max_flow_iterations", "flow_error", "default", "unknown_error")
 
@@ -136,19 +144,21 @@ class FlowExecutor:
 
     def _enter_step(self, step: str, frame: Frame, ctx: TurnContext) -> Outcome | None:
         """The flow enters a named step: a `flow_transition` (with why, when it is not the step's
-        sequence) and, for an ABL agent, one more of the session's `max_flow_iterations` (7.11);
-        past the limit the agent stops with an error event and its ON_ERROR reply, or a fallback."""
+        sequence) and, when the agent's policy sets a `step_limit` (ABL max_flow_iterations, 7.11), one
+        more of the session's transitions; past the limit the agent stops with an error event and its
+        ON_ERROR reply, or a fallback."""
         reason = self._reasons.pop((ctx.state.session_id, frame.id), None)
-        rules = ctx.program.agents[frame.agent].rules
+        agent = ctx.program.agents[frame.agent]
+        rules, policy = agent.rules, agent.policy
         if frame.data.step != step or reason:
             ctx.log.emit("flow_transition", frame.agent, step=step, previous=frame.data.step,
                          **({"reason": reason} if reason else {}))
-            if rules is not None and frame.data.step != step:
+            if policy.checks_answers and frame.data.step != step:
                 ctx.state.system.pop("_validation_retries", None)  # counts are per step (8.8)
             frame.data.step = step
-        if rules is None:
+        limit = policy.step_limit
+        if limit is None:
             return None
-        limit = rules.execution.max_flow_iterations or DEFAULT_MAX_FLOW_ITERATIONS
         count = int(ctx.state.system.get("_flow_iterations", 0)) + 1
         ctx.state.system["_flow_iterations"] = count
         if count <= limit:
@@ -198,15 +208,16 @@ class FlowExecutor:
         agent = frame.agent
         if isinstance(node, SayNode):
             listen = graph.nodes.get(node.next) if node.next else None
-            if ".ask_" in node.id and isinstance(listen, ListenNode) and listen.extracts and not frame.waiting \
-                    and ctx.input.offered_to(frame) and ctx.program.agents[agent].rules is not None:
+            if node.asks is not None and isinstance(listen, ListenNode) and listen.extracts and not frame.waiting \
+                    and ctx.input.offered_to(frame):
                 # a GATHER question, and the message that started the agent is still unread: it may
                 # already give the field ("I want to pay 100 EUR"), so it is read before the question
                 # is asked; the question is said only if it does not (see _listen)
                 self._deferred[(ctx.state.session_id, frame.id)] = node.id
                 frame.data.node = node.next
                 return None
-            if frame.data.last_say == node.id and ".ask_" in node.id and ctx.program.agents[agent].rules is not None:
+            if frame.data.last_say == node.id and node.asks is not None \
+                    and ctx.program.agents[agent].policy.system_variables:
                 # a GATHER question asked again (8.8 _clarification_count)
                 ctx.state.system["_clarification_count"] = int(ctx.state.system.get("_clarification_count", 0)) + 1
             text = node.variants.get(ctx.state.channel, node.text) if node.variants else node.text
@@ -251,9 +262,11 @@ class FlowExecutor:
         for name, value in args.items():
             if value is None:
                 continue
-            # an ABL agent reads its values in the session's namespace unless it declares the name itself
+            # a name the agent taking over does not declare goes where its policy keeps such names
+            # (ABL: the session's namespace)
             declares = target is not None and name in target.arg_names()
-            scope = node.target if declares or target is None or target.rules is None else "session"
+            shared = target.policy.unbound_scope if target is not None and not declares else None
+            scope = shared or node.target
             ctx.write(scope, name, value, frame.agent, why=f"CONTEXT pass of {frame.agent}'s handoff")
             passed.append(name)
         summary = ctx.render(node.summary, frame.agent, frame) if node.summary is not None else ""
@@ -261,13 +274,10 @@ class FlowExecutor:
                      **({"summary": summary} if summary else {}))
         frame.data.node = node.next
         child = new_frame(ctx, node.target)
-        if ctx.program.agents[frame.agent].rules is not None:  # ABL CONTEXT: what the agent taking over sees
-            from frontdesk.ir.models import Handoff
-            from frontdesk.runtime.routing import seed_handoff_context
-
-            seed_handoff_context(ctx, frame.agent, Handoff(agent=node.target, resume=node.resume,
-                                                           passes=list(args), summary=node.summary,
-                                                           history=node.history), child, passed)
+        if ctx.program.agents[frame.agent].policy.handoff_context:  # CONTEXT: what the agent taking over sees
+            receiver_context(ctx, frame.agent, Handoff(agent=node.target, resume=node.resume,
+                                                       passes=list(args), summary=node.summary,
+                                                       history=node.history), child, passed)
         if ctx.input.taken_by(frame) or ctx.input.offered_to(frame):
             ctx.input.offer(child, frame.agent)
         return Outcome.transfer(child, resume=node.resume, message=summary)
@@ -318,10 +328,11 @@ class FlowExecutor:
 
     def _listen_to(self, node: ListenNode, frame: Frame, ctx: TurnContext, graph: StepGraph) -> Outcome | None:
         frame.data.last_listen = node.id
+        policy = ctx.program.agents[frame.agent].policy
         if not frame.waiting and node.id in frame.data.extracted:
-            if ctx.program.agents[frame.agent].rules is None:
+            if policy.reask == "reject":
                 self._reject_earlier_answer(node, frame, ctx)
-            else:  # an ABL GATHER asks again for what is missing; validation rejects values, not re-asking
+            else:  # a GATHER asks again for what is missing; validation rejects values, not re-asking
                 frame.data.extracted.pop(node.id)
         inp = ctx.input
         if inp.available_to(frame) and frame.waiting:
@@ -337,15 +348,14 @@ class FlowExecutor:
             return Outcome.wait()
         frame.data.decisions.clear()
         frame.data.decided_by.clear()
-        rules = ctx.program.agents[frame.agent].rules
-        if node.corrects and not tentative and rules is not None:
+        if node.corrects and not tentative and policy.corrections:
             corrected, outcome = self._correct(node, frame, ctx, graph)
             if corrected:
                 frame.waiting = False
                 return outcome
-        before = ctx.values(frame.agent) if rules is not None else {}
+        before = ctx.values(frame.agent) if policy.checks_answers else {}
         outcome, answered = self._understand(node, frame, ctx, graph, tentative)
-        if rules is not None:
+        if policy.checks_answers:
             new = {k: v for k, v in ctx.values(frame.agent).items() if v is not None and before.get(k) is None}
             gave_up = self._validate(new, node, frame, ctx)
             self._note_gathered(frame, ctx)
@@ -355,39 +365,30 @@ class FlowExecutor:
                 frame.waiting = False
                 return gave_up if isinstance(gave_up, Outcome) else None
         if not tentative and outcome is None and node.classifies is None and node.extracts \
-                and all(ctx.values(frame.agent).get(n) is None for n in node.extracts) \
-                and getattr(ctx.program.agents.get(frame.agent), "rules", None) is not None:
-            # An ABL question the message gave nothing for (a GATHER field): the user may have turned
+                and all(ctx.values(frame.agent).get(n) is None for n in node.extracts) and policy.digressions:
+            # A question the message gave nothing for (a GATHER field): the user may have turned
             # to another member of the supervisor (a digression); the thread waits and resumes here.
-            from frontdesk.runtime.policies import clear_topic_switch
-
             target = clear_topic_switch(ctx, frame, inp.text or "")
             if target is None and ctx.understanding is None:  # no local model: the LLM reads it, if any
-                from frontdesk.runtime.routing import digression_by_llm
-
                 target = digression_by_llm(ctx, frame, inp.text or "")
             if target is not None:
                 frame.waiting = True
                 inp.give_back(frame, f"the user turned to {target}")
                 return Outcome.switch(target)
-        if not tentative and outcome is None and rules is not None and not node.extracts \
+        if not tentative and outcome is None and policy.digressions and not node.extracts \
                 and self._dispatch_unmatched(node, frame, ctx, graph):
             # An ON_INPUT question (a yes/no confirmation) whose cases the message matches none of: the
             # user may have turned to another member of the supervisor ("what's my balance?" at "Shall
             # I go ahead?"); the thread waits and resumes here, asking again. Plain answers, and any
             # message an ON_INPUT case matches, stay with the flow.
-            from frontdesk.runtime.policies import clear_topic_switch
-
             target = clear_topic_switch(ctx, frame, inp.text or "")
             if target is None and ctx.understanding is None:
-                from frontdesk.runtime.routing import digression_by_llm
-
                 target = digression_by_llm(ctx, frame, inp.text or "")
             if target is not None:
                 frame.waiting = True
                 inp.give_back(frame, f"the user turned to {target}")
                 return Outcome.switch(target)
-        if not tentative and outcome is None and rules is not None and node.extracts and not new:
+        if not tentative and outcome is None and policy.checks_answers and node.extracts and not new:
             gave_up = self._unreadable_answer(node, frame, ctx)
             if gave_up is not None:
                 frame.waiting = False
@@ -446,9 +447,9 @@ class FlowExecutor:
         values = ctx.values(frame.agent)
         extract = [n for n in node.extracts if values.get(n) is None]
         by_pattern: dict[str, Any] = {}
-        abl = ctx.program.agents[frame.agent].rules is not None
-        # an ABL intent (DIGRESSIONS, SUB_INTENTS) the message names in so many words
-        choice = self._choose_by_words(branch, frame, ctx) if branch and abl and not tentative else None
+        offline = ctx.program.agents[frame.agent].policy.offline_understanding
+        # an intent (ABL DIGRESSIONS, SUB_INTENTS) the message names in so many words
+        choice = self._choose_by_words(branch, frame, ctx) if branch and offline and not tentative else None
         if extract and (node.strategy != "llm" or not ctx.llm_classifies):
             by_pattern = self._extract_by_pattern(extract, frame, ctx)
             if not by_pattern and not tentative and choice is None and (node.strategy == "pattern" or ctx.llm is None):
@@ -460,8 +461,8 @@ class FlowExecutor:
         if branch and choice is None:
             choice = self._choose_by_embedding(branch, switches, frame, ctx, tentative)
         ask_choice = branch is not None and choice is None and (ctx.llm_classifies or not tentative)
-        if abl and (ctx.llm is None or (node.strategy == "pattern" and node.extracts)):
-            # an ABL flow with no model, or a GATHER with STRATEGY: pattern ("no LLM calls"), reads what
+        if offline and (ctx.llm is None or (node.strategy == "pattern" and node.extracts)):
+            # a flow with no model, or a GATHER with STRATEGY: pattern ("no LLM calls"), reads what
             # patterns and words can
             if ask_choice:
                 choice = prompts.NONE_CHOICE
@@ -503,8 +504,6 @@ class FlowExecutor:
     def _pattern_values(names: list[str], frame: Frame, ctx: TurnContext, message: str) -> dict[str, Any]:
         """Values of `names` the message gives that patterns can read (e-mail, phone, number, yes/no,
         date, one of a field's options, a field's validation pattern); nothing is written."""
-        from frontdesk.runtime.extract import PATTERN_TYPES, extract_values
-
         agent = ctx.program.agents[frame.agent]
         gathered = FlowExecutor._fields(frame, ctx)
         types = {a.name: gathered[a.name].type if a.name in gathered else a.type for a in agent.args if a.name in names}
@@ -537,8 +536,6 @@ class FlowExecutor:
         that depend on them (depends_on) cleared, and the flow goes back to the step that gathers
         them (which asks for what is now missing and goes on from there), or shows the current step again. Returns whether it was a correction,
         and the outcome."""
-        from frontdesk.runtime.extract import named_fields, says_correction
-
         message = ctx.input.text or ""
         if not says_correction(message):
             return False, None
@@ -603,25 +600,25 @@ class FlowExecutor:
 
     @staticmethod
     def _step_gathering(name: str, graph: StepGraph) -> str | None:
-        """The FLOW step whose GATHER asks for the field (node ids start with the step's name)."""
+        """The FLOW step whose GATHER asks for the field (the step its listen node belongs to)."""
         for node in graph.nodes.values():
-            if isinstance(node, ListenNode) and name in node.extracts:
-                step = node.id.split(".", 1)[0]
-                if step in graph.labels:
-                    return step
+            if isinstance(node, ListenNode) and name in node.extracts and node.step in graph.labels:
+                return node.step
         return None
+
+    @staticmethod
+    def _asked(frame: Frame, graph: StepGraph | None) -> str | None:
+        """The GATHER field the question the flow said last asks for (None: not such a question)."""
+        node = graph.nodes.get(frame.data.last_say) if graph is not None and frame.data.last_say else None
+        return node.asks if isinstance(node, SayNode) else None
 
     @staticmethod
     def _fields(frame: Frame, ctx: TurnContext) -> dict[str, Any]:
         """The agent's GATHER fields by name, as the active behaviour profiles have them
         (GATHER_OVERRIDES field_overrides)."""
         rules = ctx.program.agents[frame.agent].rules
-        if rules is None:
-            return {}
         fields = {f.name: f for f in rules.gather}
         if rules.profiles:
-            from frontdesk.runtime.rules import active_profiles
-
             overridden: set[str] = set()
             for profile in active_profiles(frame.agent, ctx):  # highest priority first: it wins a conflict
                 for name, field in profile.gather_fields.items():
@@ -633,11 +630,8 @@ class FlowExecutor:
     @staticmethod
     def _gather_style(frame: Frame, ctx: TurnContext, key: str) -> str:
         """A GATHER_OVERRIDES setting of the active profiles (validation_style, confirmation), "" for none."""
-        rules = ctx.program.agents[frame.agent].rules
-        if rules is None or not rules.profiles:
+        if not ctx.program.agents[frame.agent].rules.profiles:
             return ""
-        from frontdesk.runtime.rules import effective_profile
-
         overrides = {str(k).lower(): v for k, v in effective_profile(frame.agent, ctx)["gather_overrides"].items()}
         return str(overrides.get(key) or "").lower()
 
@@ -657,16 +651,10 @@ class FlowExecutor:
     @staticmethod
     def _profile_prompt(node: SayNode, frame: Frame, ctx: TurnContext) -> str | None:
         """A GATHER question as the active profile with the highest priority words it (field_overrides prompt)."""
-        import re
-
-        rules = ctx.program.agents[frame.agent].rules
-        asked = re.search(r"\.ask_(\w+?)_\d+$", node.id) if rules is not None and rules.profiles else None
-        if asked is None:
+        if not node.asks or not ctx.program.agents[frame.agent].rules.profiles:
             return None
-        from frontdesk.runtime.rules import active_profiles
-
         for profile in active_profiles(frame.agent, ctx):
-            template = profile.gather_prompts.get(asked.group(1))
+            template = profile.gather_prompts.get(node.asks)
             if template is not None:
                 return ctx.render(template, frame.agent, frame)
         return None
@@ -674,11 +662,8 @@ class FlowExecutor:
     @staticmethod
     def _skipped(step: str, frame: Frame, ctx: TurnContext, graph: StepGraph) -> bool:
         """FLOW_MODIFICATIONS skip: an active profile skips the step; the flow goes on where the step would."""
-        rules = ctx.program.agents[frame.agent].rules
-        if step not in graph.exits or rules is None:
+        if step not in graph.exits or not ctx.program.agents[frame.agent].rules.profiles:
             return False
-        from frontdesk.runtime.rules import active_profiles
-
         for profile in active_profiles(frame.agent, ctx):
             mods = {str(k).lower(): v for k, v in (profile.flow_modifications or {}).items()}
             skip = mods.get("skip") or []
@@ -692,13 +677,10 @@ class FlowExecutor:
     def _settled_by_profile(self, node: BranchNode, frame: Frame, ctx: TurnContext) -> bool | None:
         """Whether a GATHER field is settled when an active profile changes whether it is required (None: the
         profile changes nothing, the compiled check decides)."""
-        import re
-
         rules = ctx.program.agents[frame.agent].rules
-        if rules is None or not rules.profiles or not node.cases:
+        if not rules.profiles or not node.cases or node.settles is None:
             return None
-        checked = re.search(r"\.has_(\w+?)_\d+$", node.id)
-        base = next((f for f in rules.gather if checked is not None and f.name == checked.group(1)), None)
+        base = next((f for f in rules.gather if f.name == node.settles), None)
         if base is None:
             return None
         field = self._fields(frame, ctx).get(base.name)
@@ -716,14 +698,11 @@ class FlowExecutor:
         told what is expected (the validation's error, or a sentence from the type) and the failure counts
         in `_validation_retries` like any failed validation, giving up past `max_retries`. Anything else
         (a digression, another topic) is left to the flow as before."""
-        import re
 
-        from frontdesk.runtime.extract import named_fields
-
-        asked = re.search(r"\.ask_(\w+?)_\d+$", frame.data.last_say or "")
-        if asked is None or asked.group(1) not in node.extracts:
+        asked = self._asked(frame, graph_of(ctx, frame))
+        if not asked or asked not in node.extracts:
             return None
-        field = self._fields(frame, ctx).get(asked.group(1))
+        field = self._fields(frame, ctx).get(asked)
         if field is None or ctx.values(frame.agent).get(field.name) is not None:
             return None
         pattern = next((v for v in field.validations if v.kind == "pattern"), None)
@@ -828,15 +807,13 @@ class FlowExecutor:
             return Outcome.escalate(action.escalate_reason or why)
         graph = graph_of(ctx, frame)
         if action.goto and graph is not None:
-            target = "__complete" if action.goto.upper() == "COMPLETE" else action.goto
+            target = graph.complete if action.goto.upper() == "COMPLETE" else action.goto
             if target in graph.nodes:
                 frame.data.node = target
                 return True
         return Outcome.done("error", why)
 
     def _check(self, check, field, value: Any, frame: Frame, ctx: TurnContext) -> tuple[bool, Any]:
-        from frontdesk.runtime.extract import check_value
-
         if check.kind in ("pattern", "range", "enum"):
             return check_value(check.kind, check.rule, value, field.options)
         if check.kind == "custom":
@@ -853,8 +830,6 @@ class FlowExecutor:
     def _llm_valid(self, check, field, value: Any, frame: Frame, ctx: TurnContext) -> bool:
         """An `llm` validation: the model judges the value by the rule's words. With no model, or when
         the call fails, the value is kept (the trace says it was not checked)."""
-        from frontdesk.llm.base import ChatMessage, LLMRequest, ToolSchema
-
         if ctx.llm is None:
             ctx.log.emit("step", frame.agent, action="llm validation not checked: no model", field=field.name)
             return True
@@ -887,8 +862,6 @@ class FlowExecutor:
     def _match_groups(self, expr, frame: Frame, ctx: TurnContext) -> dict[str, Any] | None:
         """The capture groups of the first `matches` test in the condition that matches: match.0 (the
         whole match), match.1, ..., and named groups (8.8)."""
-        import re
-
         for call in _matches_calls(expr):
             subject = self._eval(call.args[0], frame, ctx)
             pattern = self._eval(call.args[1], frame, ctx)
@@ -911,8 +884,6 @@ class FlowExecutor:
     def _choose_by_words(branch: BranchNode, frame: Frame, ctx: TurnContext) -> str | None:
         """An ABL intent (a DIGRESSION or SUB_INTENT) whose words the message all uses ("help",
         "change dates" in "can I change the dates?"), with no model."""
-        import re
-
         words = set(re.findall(r"[a-z0-9]+", (ctx.input.text or "").lower()))
         small = {"a", "an", "the", "to", "of", "for", "my", "me", "i"}
         for key, examples in claims_choices(branch):
@@ -928,13 +899,10 @@ class FlowExecutor:
     def _whole_answer(self, names: list[str], frame: Frame, ctx: TurnContext) -> dict[str, Any]:
         """With no model to read it, a short answer to an ABL GATHER question for a text field (no options,
         no pattern) is the value: "Paris", "to Lisbon please" -> Lisbon."""
-        import re
-
-        rules = ctx.program.agents[frame.agent].rules
-        asked = re.search(r"\.ask_(\w+?)_\d+$", frame.data.last_say or "")
-        if rules is None or asked is None or asked.group(1) not in names:
+        asked = self._asked(frame, graph_of(ctx, frame))
+        if not asked or asked not in names:
             return {}
-        field = self._fields(frame, ctx).get(asked.group(1))
+        field = self._fields(frame, ctx).get(asked)
         if field is None or field.type != "string" or _choices(field, ctx.program.agents[frame.agent])[0] or \
                 any(v.kind == "pattern" for v in field.validations):
             return {}
@@ -967,8 +935,7 @@ class FlowExecutor:
             ctx.write(frame.agent, name, value, frame.agent, why="extracted from the user's message")
         ctx.log.emit("args_extracted", frame.agent, args=got,
                      **({"refused": refused, "why": "the flow rejected these values before"} if refused else {}))
-        agent_rules = ctx.program.agents[frame.agent].rules
-        if agent_rules is not None and got:  # the same, named as ABL traces name it
+        if ctx.program.agents[frame.agent].policy.gather_events and got:  # the same, named as ABL traces name it
             ctx.log.emit("gather_extraction", frame.agent, fields=got, by="pattern" if by_pattern else "llm")
         if got and frame.data.last_listen:
             frame.data.extracted.setdefault(frame.data.last_listen, {}).update(got)
@@ -1075,7 +1042,7 @@ class FlowExecutor:
                 result = is_true(value)
                 ctx.log.emit("condition_evaluated", frame.agent, node=node.id, condition=cond.source,
                              result=result, by="expression")
-                if result and ctx.program.agents[frame.agent].rules is not None:
+                if result and ctx.program.agents[frame.agent].policy.system_variables:
                     groups = self._match_groups(cond.expr, frame, ctx)
                     if groups is not None:
                         ctx.state.system["match"] = groups
@@ -1123,7 +1090,7 @@ def _choices(field, agent) -> tuple[list[str], dict[str, list[str]]]:
     """The values a GATHER field allows (its options, or its ENTITY_REF enum's VALUES) and the phrases
     that stand for them (the entity's SYNONYMS)."""
     entity = None
-    if field.entity and agent.rules is not None:
+    if field.entity:
         entity = next((e for e in agent.rules.entities if e.name == field.entity and e.type == "enum"), None)
     if entity is not None:
         return list(field.options or entity.values), dict(entity.synonyms)
@@ -1144,9 +1111,6 @@ def claims_choices(branch: BranchNode) -> list[tuple[str, list[str]]]:
 
 def _matches_calls(expr) -> list:
     """The `matches` tests (MATCHES calls) in an expression, in reading order."""
-    from pydantic import BaseModel
-
-    from frontdesk.ir.expr import Call
 
     out: list = []
 
@@ -1166,7 +1130,6 @@ def _matches_calls(expr) -> list:
 
 # ---- GATHER answers belong to one activation (ABL) ---------------------------------------------
 
-GATHERED_BEFORE = "_gathered_before"  # state.system: agent -> {field: value} its last activation ended with
 
 
 def _kept_names(ctx: TurnContext) -> set[str]:
@@ -1174,8 +1137,7 @@ def _kept_names(ctx: TurnContext) -> set[str]:
     decide their lifetime) and the values an ON_RETURN map hands back to a supervisor."""
     kept: set[str] = set()
     for agent in ctx.program.agents.values():
-        if agent.rules is not None:
-            kept.update(v.name for v in agent.rules.memory.session)
+        kept.update(v.name for v in agent.rules.memory.session)
         for handoff in [*getattr(agent, "handoffs", []), *(m.handoff for m in getattr(agent, "members", [])
                                                             if getattr(m, "handoff", None) is not None)]:
             kept.update(handoff.on_return)
@@ -1183,10 +1145,11 @@ def _kept_names(ctx: TurnContext) -> set[str]:
 
 
 def remember_gathered(frame: Frame, ctx: TurnContext) -> None:
-    """An ABL flow agent's activation ended: note the GATHER values it ended with, so that starting the
-    agent again asks for them afresh (ADL agents keep their arguments across activations: MICA)."""
+    """A flow agent's activation ended: when its policy says an activation's answers are its own (ABL
+    `fresh_activation`), note the GATHER values it ended with, so that starting the agent again asks for
+    them afresh (ADL agents keep their arguments across activations: MICA)."""
     agent = ctx.program.agents.get(frame.agent)
-    if not isinstance(agent, FlowAgent) or agent.rules is None or not agent.rules.gather:
+    if not isinstance(agent, FlowAgent) or not agent.policy.fresh_activation or not agent.rules.gather:
         return
     kept = _kept_names(ctx)
     values = ctx.values(frame.agent)
@@ -1213,12 +1176,3 @@ def forget_gathered(frame: Frame, ctx: TurnContext) -> None:
         ctx.write(frame.agent, name, None, frame.agent, why="gathered in an earlier activation: asked afresh")
     if cleared:
         ctx.log.emit("step", frame.agent, action="fields of an earlier activation cleared", fields=cleared)
-
-
-def keep_passed(ctx: TurnContext, agent: str, names) -> None:
-    """Values written for `agent` as it starts (CONTEXT pass, a call's arguments) are this activation's:
-    never cleared as left over from an earlier one."""
-    store = ctx.state.system.get(GATHERED_BEFORE)
-    if store and agent in store:
-        ended = {k: v for k, v in store[agent].items() if k not in set(names)}
-        ctx.state.system[GATHERED_BEFORE] = {**store, agent: ended}

@@ -20,7 +20,7 @@ def rules_of(agent) -> list[InactivityRule]:
     """An agent's timed rules: those its exit and fallback policy texts state, and ABL's EXECUTION
     session_timeout as an end."""
     rules = [r for policy in (agent.exit, agent.fallback) if policy is not None for r in policy.inactivity]
-    timeout = agent.rules.execution.session_timeout if agent.rules is not None else None
+    timeout = agent.rules.execution.session_timeout
     if timeout:
         rules.append(InactivityRule(after=float(timeout), action="end"))
     return rules

@@ -22,11 +22,15 @@ The five methods of the ADL paper (section 4) and Frontdesk's own default:
 A draft (first-success, best-of-n) runs on its own copy of the session and stops before its first
 tool call, so nothing lasting happens while drafting; the chosen member then runs for real on the
 session, its drafted model answers replayed (no second call for them), and its tools run then.
+
+The routing call (`llm_route`) is here too: the router executor (runtime/routing.py) makes it for a
+message that reaches the router, and `proactive` / `merging` make it before the agents run.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,11 +40,13 @@ from frontdesk.ir.models import (
     ORCHESTRATION_STRATEGIES,
     RouterAgent,
 )
-from frontdesk.llm.base import LLMRequest, LLMResponse, ScriptError
-from frontdesk.runtime import prompts
-from frontdesk.runtime.context import Outcome, TurnContext, TurnInput
+from frontdesk.llm.base import LLMError, LLMRequest, LLMResponse, ScriptError
+from frontdesk.runtime import handoff, prompts
+from frontdesk.runtime.context import SpeculationStop, TurnContext, TurnInput
 from frontdesk.runtime.events import EventLog, register_event_type
+from frontdesk.runtime.fanout import TaskMemory
 from frontdesk.runtime.state import Frame
+from frontdesk.runtime.steps import Outcome
 
 register_event_type("guardrail_verdict", "an input guardrail agent of a router judged the user's message",
                     ("guard", "allowed", "by"))
@@ -51,15 +57,7 @@ DRAFTING = ("first-success", "best-of-n")
 BLOCKED = "\0blocked"  # a guardrail stopped the message and the user was told why
 MAX_DRAFTERS = 4  # best-of-n: members drafting at the same time, at most
 NOT_HERE = "Sorry, I can't help with that here."
-
-
-class SpeculationStop(BaseException):
-    """A draft reached a tool call: drafting stops before it runs (BaseException, so no executor's
-    error handling mistakes it for the tool failing)."""
-
-    def __init__(self, tool: str, args: dict[str, Any], caller: str | None) -> None:
-        super().__init__(tool)
-        self.tool, self.args, self.caller = tool, args, caller
+ROUTE_APOLOGY = "Sorry, I'm having trouble right now. Could you say that again in a moment?"
 
 
 def strategy_of(router: RouterAgent, ctx: TurnContext) -> str:
@@ -67,7 +65,8 @@ def strategy_of(router: RouterAgent, ctx: TurnContext) -> str:
     else the program's (`orchestration:` in config.yml), else `adaptive`. The paper's strategies decide
     with an LLM: with none that can (offline, or only the small local generator) the router runs
     `adaptive`, which decides with the local understanding model."""
-    for choice in (getattr(ctx.engine, "orchestration", None), router.strategy, ctx.program.settings.orchestration):
+    override = ctx.driver.orchestration if ctx.driver is not None else None
+    for choice in (override, router.strategy, ctx.program.settings.orchestration):
         if choice in ORCHESTRATION_STRATEGIES:
             return choice if choice == DEFAULT_ORCHESTRATION or ctx.llm_classifies else DEFAULT_ORCHESTRATION
     return DEFAULT_ORCHESTRATION
@@ -112,10 +111,77 @@ def block(router: RouterAgent, frame: Frame, ctx: TurnContext, guard: str, by: s
     return BLOCKED
 
 
+# ---- the routing call ----------------------------------------------------------------------------------
+
+
+def describe_agent(agent) -> str:
+    text = (agent.description or "").strip().rstrip(".")
+    return text or agent.name.replace("_", " ")
+
+
+def llm_route(router: RouterAgent, frame: Frame, ctx: TurnContext, candidates) -> str | None:
+    """One routing call; its guardrails ride along unless they were checked already this turn.
+    BLOCKED when a guardrail stops the message (the user was told)."""
+    guards = guard_agents(router, ctx)
+    merged = bool(guards) and ctx.orchestration.get("guarded") is not True  # True: a model checked it
+    request = route_request(router, candidates, ctx, guards if merged else [])
+    try:
+        response: LLMResponse | LLMError = ctx.complete(request, router.name)
+    except LLMError as exc:
+        response = exc
+    if merged:
+        args = response.tool_calls[0].arguments if isinstance(response, LLMResponse) and response.tool_calls \
+            else None
+        if merged_verdict(ctx, frame, args, "agent", "merged into the routing call"):
+            return BLOCKED
+    return routed(router, frame, ctx, response, {c.name for c in candidates})
+
+
+def route_request(router: RouterAgent, candidates, ctx: TurnContext, guards=()) -> LLMRequest:
+    listed = described(router, candidates)
+    if guards:
+        return prompts.merged_route_request(router, listed, list(guards), ctx.state.history,
+                                            ctx.program.settings.history_window)
+    return prompts.route_request(router, listed, ctx.state.history, ctx.program.settings.history_window)
+
+
+def routed(router: RouterAgent, frame: Frame, ctx: TurnContext, response: LLMResponse | LLMError,
+           names: set[str]) -> str | None:
+    """The member a routing call's answer names (None: none, or the call failed and the user was told)."""
+    if isinstance(response, LLMError):
+        ctx.log.emit("error", router.name, where="routing", message=str(response))
+        ctx.say(router.name, ROUTE_APOLOGY, frame)
+        return None
+    choice = None
+    if response.tool_calls:
+        choice = response.tool_calls[0].arguments.get("agent")
+    elif response.content:
+        choice = next((n for n in names if n in response.content), None)
+    if choice not in names:
+        choice = None
+    ctx.log.emit("route_decided", router.name, agent=choice, by="llm")
+    return choice
+
+
+def described(router: RouterAgent, candidates):
+    """Candidates as the routing model sees them: a supervisor's HANDOFF WHEN and INTENT words
+    join each agent's description."""
+    out = []
+    for agent in candidates:
+        member = router.member(agent.name)
+        extra = []  # the HANDOFF WHEN words are on the agent's line already (prompts._agent_line)
+        if member is not None and member.examples:
+            extra.append("words like " + ", ".join(f'"{w}"' for w in member.examples))
+        if extra:
+            agent = agent.model_copy(update={"description": f"{describe_agent(agent)} ({'; '.join(extra)})"})
+        out.append(agent)
+    return out
+
+
 # ---- the turn's first look at the message -------------------------------------------------------------
 
 
-def before_turn(engine, ctx: TurnContext) -> bool:
+def before_turn(ctx: TurnContext) -> bool:
     """Run before the agents see the user's message. True when the strategy dealt with the whole turn
     (a guardrail blocked the message, or a drafted reply was chosen and run); False: drive as usual."""
     if ctx.input.text is None or not ctx.input.is_open or ctx.orchestration.get("speculative"):
@@ -131,20 +197,18 @@ def before_turn(engine, ctx: TurnContext) -> bool:
     if guards and not _guarded(router, frame, active, strategy, guards, ctx):
         return True
     if strategy in ("proactive", "merging") and active is not None:
-        from frontdesk.runtime.routing import RouterExecutor
-
         candidates = [ctx.program.agents[m.agent] for m in router.members if m.agent in ctx.program.agents]
-        chosen = RouterExecutor.llm_route(router, frame, ctx, candidates)
+        chosen = llm_route(router, frame, ctx, candidates)
         if chosen == BLOCKED:
             return True
         if chosen is not None and chosen != active.agent:
-            switch_to(engine, ctx, frame, chosen)
+            switch_to(ctx, frame, chosen)
         else:
             ctx.log.emit("step", router.name, action="the active agent keeps the message", agent=active.agent,
                          strategy=strategy)
         return False
     if strategy in DRAFTING:
-        return draft_and_choose(engine, ctx, frame, router, active, strategy)
+        return draft_and_choose(ctx, frame, router, active, strategy)
     return False
 
 
@@ -178,16 +242,16 @@ def _guarded(router: RouterAgent, frame: Frame, active: Frame | None, strategy: 
     return True
 
 
-def switch_to(engine, ctx: TurnContext, frame: Frame, chosen: str) -> None:
+def switch_to(ctx: TurnContext, frame: Frame, chosen: str) -> None:
     """The router gives the message to `chosen` although another member is active: the active chain
     steps aside as a suspended thread (as when the user turns to another agent), and the router starts
     or resumes `chosen` when the engine drives on."""
     top = ctx.state.stack[-1]
-    outcome = Outcome.switch(chosen)
-    thread = engine._suspend_chain(top, outcome, ctx)
+    step = Outcome.switch(chosen)
+    thread = handoff.suspend_chain(ctx, top, step)
     base = thread.base if thread is not None else top
     # the router records the suspended thread, and `chosen` as the member to route the message to
-    engine.executors["router"].child_finished(frame, engine._result(base, outcome, thread, ctx), ctx)
+    handoff.driver(ctx).child_finished(frame, handoff.result_of(ctx, base, step, thread), ctx)
 
 
 # ---- drafting: first-success and best-of-n ---------------------------------------------------------------
@@ -250,17 +314,13 @@ class Draft:
     def text(self) -> str:
         words = " ".join(self.said)
         if self.pending is not None:
-            import json
-
             words += f" [calls {self.pending.tool}({json.dumps(self.pending.args, ensure_ascii=False, default=str)})]"
         return words.strip()
 
 
 def _draft_context(ctx: TurnContext, base) -> TurnContext:
-    from frontdesk.runtime.fanout import TaskMemory
-
     state = base.model_copy(deep=True)
-    log = EventLog(0, ctx.log.turn, clock=getattr(ctx.engine, "clock", None))
+    log = EventLog(0, ctx.log.turn, clock=ctx.log.clock)
     draft_input = TurnInput(ctx.input.text, log)
     memory = TaskMemory(ctx.memory) if ctx.memory is not None else None
     llm = Recorder(ctx.llm) if ctx.llm is not None else None
@@ -269,7 +329,7 @@ def _draft_context(ctx: TurnContext, base) -> TurnContext:
                                tool_ran=False)
 
 
-def _draft(engine, ctx: TurnContext, base, frame_id: str, member: str, active: Frame | None) -> Draft:
+def _draft(ctx: TurnContext, base, frame_id: str, member: str, active: Frame | None) -> Draft:
     """`member`'s reply to the message, run on a copy of the session up to its first tool call."""
     dctx = _draft_context(ctx, base)
     dctx.orchestration["draft"] = member
@@ -277,10 +337,10 @@ def _draft(engine, ctx: TurnContext, base, frame_id: str, member: str, active: F
     frame = next(f for f in dctx.state.stack if f.id == frame_id)
     try:
         if active is not None and member != active.agent:
-            switch_to(engine, dctx, frame, member)
+            switch_to(dctx, frame, member)
         elif active is None:
             frame.data.decisions["route"] = member  # type: ignore[union-attr]
-        engine.drive_turn(dctx)
+        handoff.driver(dctx).drive_turn(dctx)
     except SpeculationStop as stop:
         draft.pending = stop
     except ScriptError:
@@ -292,7 +352,7 @@ def _draft(engine, ctx: TurnContext, base, frame_id: str, member: str, active: F
     return draft
 
 
-def draft_and_choose(engine, ctx: TurnContext, frame: Frame, router: RouterAgent, active: Frame | None,
+def draft_and_choose(ctx: TurnContext, frame: Frame, router: RouterAgent, active: Frame | None,
                      strategy: str) -> bool:
     """first-success / best-of-n: draft, choose, then run the chosen member for real (False: the engine
     drives it). With no usable draft the router's fallback answers."""
@@ -307,7 +367,7 @@ def draft_and_choose(engine, ctx: TurnContext, frame: Frame, router: RouterAgent
         """A draft's model calls join the turn's trace and cost when it is made (the chosen one's answers
         are replayed later without a second call or a second count)."""
         ctx.log.adopt([e for e in draft.ctx.log.events if e.type == "llm_call"],
-                      notify=list(getattr(engine, "subscribers", []) or []))
+                      notify=list(handoff.driver(ctx).subscribers))
         for key in ("prompt", "completion", "calls"):
             ctx.state.tokens[key] = ctx.state.tokens.get(key, 0) + draft.ctx.state.tokens.get(key, 0) \
                 - base.tokens.get(key, 0)
@@ -316,7 +376,7 @@ def draft_and_choose(engine, ctx: TurnContext, frame: Frame, router: RouterAgent
 
     if strategy == "first-success":
         for member in order:
-            draft = _draft(engine, ctx, base, frame.id, member, active)
+            draft = _draft(ctx, base, frame.id, member, active)
             drafts.append(draft)
             record(draft)
             if draft.usable and _judged_satisfactory(router, draft, ctx):
@@ -325,11 +385,11 @@ def draft_and_choose(engine, ctx: TurnContext, frame: Frame, router: RouterAgent
     else:
         ordered = getattr(ctx.llm, "ordered", False) or len(order) < 2
         if ordered:
-            drafts = [_draft(engine, ctx, base, frame.id, m, active) for m in order]
+            drafts = [_draft(ctx, base, frame.id, m, active) for m in order]
         else:
             with ThreadPoolExecutor(max_workers=min(len(order), MAX_DRAFTERS),
                                     thread_name_prefix="frontdesk-draft") as pool:
-                drafts = list(pool.map(lambda m: _draft(engine, ctx, base, frame.id, m, active), order))
+                drafts = list(pool.map(lambda m: _draft(ctx, base, frame.id, m, active), order))
         for draft in drafts:
             record(draft)
         usable = [d for d in drafts if d.usable]
@@ -345,7 +405,7 @@ def draft_and_choose(engine, ctx: TurnContext, frame: Frame, router: RouterAgent
         ctx.orchestration["model"] = ctx.llm
         ctx.llm = Replayer(ctx.llm, chosen.answers)
     if active is not None and chosen.agent != active.agent:
-        switch_to(engine, ctx, frame, chosen.agent)
+        switch_to(ctx, frame, chosen.agent)
     elif active is None:
         frame.data.decisions["route"] = chosen.agent  # type: ignore[union-attr]
     return False

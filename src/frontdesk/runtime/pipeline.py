@@ -11,20 +11,35 @@ A turn passes through five points, in this order:
    drop or add messages (an output guardrail, a redaction); the user sees what is left.
 5. `turn_end`: the turn is over and its state is about to be stored.
 
+And four where the engine drives the agents (an agent's declared rules ride these, see
+runtime/rules/__init__.py: `RulesHook`):
+
+- `context_opened`: a turn's context (or a fan_out task's own) was made, before anything runs in it.
+- `before_done`: an agent is about to finish (`Finishing`): a hook may replace its result, or say the
+  stack changed (`drive_on`, the engine drives on) or that the turn ends (`stop`).
+- `before_handoff`: an agent is about to hand the conversation over (`PendingHandoff`): a hook may
+  change the summary passed along, or `stop` the handoff (the agent goes on).
+- `after_drive`: the agents have run (and may run again: a hook may drive them again).
+
 A hook is any object with one or more of these methods; the engine calls the ones it has, in the
-order the hooks were given. A hook that raises is reported as an `error` event and skipped: it
-never ends the conversation.
+order the hooks were given. A hook that raises at one of the first five points is reported as an
+`error` event and skipped: it never ends the conversation. The four driving points run agents, so
+what a hook raises there goes on as an agent's error would (a newer message superseding the turn,
+a draft reaching its first tool call).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from frontdesk.runtime.events import register_event_type
+from frontdesk.runtime.state import HistoryItem
 
 if TYPE_CHECKING:  # pragma: no cover
-    from frontdesk.runtime.context import BotMessage, TurnContext
+    from frontdesk.runtime.context import TurnContext
+    from frontdesk.runtime.state import Frame
+    from frontdesk.runtime.steps import Done, Transfer
     from frontdesk.runtime.tools import ToolResult
 
 register_event_type("input_blocked", "a hook stopped the user's message before any agent saw it", ("hook", "reply"))
@@ -32,6 +47,18 @@ register_event_type("input_changed", "a hook rewrote the user's message", ("hook
 register_event_type("tool_intercepted", "a hook answered a tool call instead of the tool", ("hook", "tool"))
 register_event_type("tool_result_changed", "a hook replaced a tool's result", ("hook", "tool"))
 register_event_type("output_changed", "a hook changed what the bot sends", ("hook", "before", "after"))
+
+
+@dataclass
+class BotMessage:
+    agent: str | None  # the speaker the user sees (a FLOW step's reasoning agent: the flow's agent)
+    text: str
+    # the history item it was recorded as, kept in step when an output hook changes or drops it
+    item: HistoryItem | None = field(default=None, repr=False, compare=False)
+    by: str | None = field(default=None, compare=False)  # the agent that said it (the name in the trace)
+    # buttons, choices and input fields shown with it (ABL RESPOND ... ACTIONS), as plain dicts; what the
+    # user picks comes back as a message whose text is the element's value or id (ACTION_HANDLERS)
+    actions: list[dict] = field(default_factory=list, compare=False)
 
 
 @dataclass
@@ -67,6 +94,37 @@ class Outgoing:
     messages: list[BotMessage] = field(default_factory=list)
 
 
+@dataclass
+class Finishing:
+    """An agent about to finish, at `before_done`: `outcome` may be replaced (a rule that blocks makes
+    it an error); `drive_on` says the stack changed (a rewind, a handoff), `stop` that the turn ends."""
+
+    frame: Frame
+    outcome: Done
+    verdict: Literal["go", "continue", "stop"] = "go"
+
+    def drive_on(self) -> None:
+        self.verdict = "continue"
+
+    def stop(self) -> None:
+        self.verdict = "stop"
+
+
+@dataclass
+class PendingHandoff:
+    """A handoff about to happen, at `before_handoff`: `source` hands the conversation to `frame`
+    (`resume`: to come back); `message`, the summary passed along, may be changed; `stop` cancels it."""
+
+    source: Frame
+    frame: Frame
+    resume: bool
+    message: str
+    allowed: bool = True
+
+    def stop(self) -> None:
+        self.allowed = False
+
+
 class TurnHook(Protocol):
     """The methods a hook may have (each optional)."""
 
@@ -79,6 +137,14 @@ class TurnHook(Protocol):
     def output_ready(self, ctx: TurnContext, out: Outgoing) -> None: ...
 
     def turn_end(self, ctx: TurnContext) -> None: ...
+
+    def context_opened(self, ctx: TurnContext) -> None: ...
+
+    def before_done(self, ctx: TurnContext, finishing: Finishing) -> None: ...
+
+    def before_handoff(self, ctx: TurnContext, handoff: PendingHandoff) -> None: ...
+
+    def after_drive(self, ctx: TurnContext) -> None: ...
 
 
 def hook_name(hook: object) -> str:
@@ -164,3 +230,29 @@ class Pipeline:
                 method(ctx)
             except Exception as exc:  # noqa: BLE001
                 self._failed(ctx, hook, "turn_end", exc)
+
+    # ---- where the engine drives the agents (what a hook raises here is not caught) -------------
+
+    def context_opened(self, ctx: TurnContext) -> None:
+        for _hook, method in self._each("context_opened"):
+            method(ctx)
+
+    def before_done(self, ctx: TurnContext, frame: Frame, outcome: Done) -> Finishing:
+        finishing = Finishing(frame, outcome)
+        for _hook, method in self._each("before_done"):
+            method(ctx, finishing)
+            if finishing.verdict != "go":
+                break
+        return finishing
+
+    def before_handoff(self, ctx: TurnContext, source: Frame, step: Transfer) -> PendingHandoff:
+        pending = PendingHandoff(source, step.frame, step.resume, step.message)
+        for _hook, method in self._each("before_handoff"):
+            method(ctx, pending)
+            if not pending.allowed:
+                break
+        return pending
+
+    def after_drive(self, ctx: TurnContext) -> None:
+        for _hook, method in self._each("after_drive"):
+            method(ctx)

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
+from frontdesk.ir.expr import Ref
 from frontdesk.ir.models import Agent, Policy
-from frontdesk.runtime.context import Outcome, TurnContext
 from frontdesk.runtime.state import FlowData, Frame
+from frontdesk.runtime.steps import Outcome
+
+if TYPE_CHECKING:  # pragma: no cover
+    from frontdesk.runtime.context import TurnContext
 
 KIND_OF = {"flow": "flow", "reasoning": "reasoning", "knowledge": "knowledge", "router": "router"}
 DEFAULT_FALLBACK = "Sorry, I didn't understand that. Could you rephrase it?"
@@ -26,10 +31,6 @@ def new_frame(ctx: TurnContext, agent_name: str, offer_input_by: str | None = No
 def _initial_values(ctx: TurnContext, agent: Agent) -> None:
     """Session variables an agent declares with an INITIAL value: set once per session, or again at
     every activation (RESET: per_activation)."""
-    if agent.rules is None:
-        return
-    from frontdesk.ir.expr import Ref
-
     for var in agent.rules.memory.session:
         if var.initial is None:
             continue

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
+from frontdesk.expr import EvalError, evaluate, is_true
+from frontdesk.ir.expr import ExprCondition, Ref, memory_ref
 from frontdesk.ir.models import ReasoningAgent
 from frontdesk.llm.base import ChatMessage, LLMError, LLMResponse, ToolCall
-from frontdesk.runtime import fanout, prompts
+from frontdesk.runtime import extract, fanout, prompts, rules as rules_runtime
 from frontdesk.runtime.context import ChildResult, Outcome, TurnContext
 from frontdesk.runtime.events import register_event_type
+from frontdesk.runtime.handoff import receiver_context, return_to_parent_tools
 from frontdesk.runtime.policies import (
     DEFAULT_FALLBACK,
     clear_topic_switch,
@@ -18,6 +22,7 @@ from frontdesk.runtime.policies import (
     setup_frame,
     switch_candidates,
 )
+from frontdesk.runtime.rules import action_text, added_tools, after_error, message
 from frontdesk.runtime.state import Frame, ReasoningData
 from frontdesk.runtime.tools.confirmation import waiting as confirmation_waiting
 
@@ -188,14 +193,12 @@ class ReasoningExecutor:
         handler = model_error_handler(ctx, agent)
         if handler is None:
             return self._fall_back(agent, frame, ctx, "the model call failed",
-                                   abl_message(ctx, agent, "llm_error") or policy_text(agent) or APOLOGY)
-        from frontdesk.runtime.rules import action_text, after_error
-
+                                   named_message(ctx, agent, "llm_error") or policy_text(agent) or APOLOGY)
         action = handler.action
         ctx.log.emit("step", agent.name, action="error handled", handler=handler.on, error="model call failed")
         words = action_text(ctx, agent.name, action)
         if not words and not action.escalate:
-            words = abl_message(ctx, agent, "llm_error") or APOLOGY
+            words = named_message(ctx, agent, "llm_error") or APOLOGY
         if words:
             ctx.say(agent.name, words, frame)
         if action.escalate:
@@ -212,7 +215,7 @@ class ReasoningExecutor:
         if ctx.task:
             return Outcome.done("error", "the model's reply was empty")
         return self._fall_back(agent, frame, ctx, "the model's reply was empty",
-                               abl_message(ctx, agent, "fallback") or policy_text(agent) or DEFAULT_FALLBACK)
+                               named_message(ctx, agent, "fallback") or policy_text(agent) or DEFAULT_FALLBACK)
 
     @staticmethod
     def _fall_back(agent: ReasoningAgent, frame: Frame, ctx: TurnContext, reason: str, words: str) -> Outcome:
@@ -239,8 +242,6 @@ class ReasoningExecutor:
         user's message for its fields by pattern (the whole message for the text field it asked for),
         asks for the first field still needed with its GATHER prompt, then runs the read-only tools its
         own INSTRUCTIONS name whose inputs are known, and completes."""
-        from frontdesk.runtime import extract
-
         fields = gather_fields(ctx.program, agent)
         asked = frame.locals.get("_offline_asked")
         if ctx.input.taken_by(frame) and ctx.input.text and fields:
@@ -290,10 +291,9 @@ class ReasoningExecutor:
             frame.waiting = True
             if not ctx.input.taken_by(frame):
                 return Outcome.wait()  # nobody has asked anything yet
-            rules = owner_rules(ctx.program, agent)
+            rules = ctx.program.rules_for(agent.name)
             ctx.log.emit("reasoning_offline", agent.name, action="cannot answer")
-            ctx.say(agent.name, (rules.messages.get("no_model") if rules is not None else None) or NO_MODEL_REPLY,
-                    frame)
+            ctx.say(agent.name, rules.messages.get("no_model") or NO_MODEL_REPLY, frame)
             frame.waiting = True
             return Outcome.wait()
         ctx.log.emit("reasoning_offline", agent.name, action="complete")
@@ -316,8 +316,6 @@ class ReasoningExecutor:
             built = prompts.reasoning_request(agent, ctx.values(agent.name), messages, ctx.program.tools,
                                               talk_only=unasked, others=others, about=about, summary=data.summary)
             if not unasked:  # HANDOFF RETURN: true under a supervisor: __return_to_parent__ (ABL 3.10)
-                from frontdesk.runtime.routing import return_to_parent_tools
-
                 built.tools.extend(return_to_parent_tools(ctx, frame))
             return built
 
@@ -349,7 +347,7 @@ class ReasoningExecutor:
         fan_out task an ADL agent ends with an error instead, for the calling model."""
         data: ReasoningData = frame.data  # type: ignore[assignment]
         data.pending, data.answer = [], {}
-        text = abl_message(ctx, agent, "max_iterations") or policy_text(agent) or ITERATION_FALLBACK
+        text = named_message(ctx, agent, "max_iterations") or policy_text(agent) or ITERATION_FALLBACK
         ctx.log.emit("max_iterations_exceeded", agent.name, limit=limit, reply=text)
         ctx.log.emit("error", agent.name, where="reasoning", message=f"no answer after {limit} model calls")
         if about is None and ctx.task:
@@ -366,11 +364,8 @@ class ReasoningExecutor:
         """The agent's declared completion (ABL COMPLETE): when one of its conditions holds after a
         step of the loop, it says its words and ends with its return values."""
         rules = agent.rules
-        if rules is None or not rules.complete or (outcome is not None and outcome.kind not in ("wait",)):
+        if not rules.complete or (outcome is not None and outcome.kind not in ("wait",)):
             return outcome
-        from frontdesk.expr import EvalError, is_true
-        from frontdesk.ir.expr import ExprCondition
-
         for rule in rules.complete:
             if not isinstance(rule.when, ExprCondition):
                 continue
@@ -499,11 +494,9 @@ class ReasoningExecutor:
                                       "content": f"{handoff.agent} takes over"})
                 data.pending, data.answer = [], {}
             child = new_frame(ctx, handoff.agent)
-            if agent.rules is not None:  # ABL CONTEXT: summary and history strategy for the agent taking over
-                from frontdesk.runtime.routing import seed_handoff_context
-
-                seed_handoff_context(ctx, agent.name, handoff, child,
-                                     [a for a in handoff.passes if values.get(a) is not None])
+            if agent.policy.handoff_context:  # CONTEXT: summary and history strategy for the agent taking over
+                receiver_context(ctx, agent.name, handoff, child,
+                                 [a for a in handoff.passes if values.get(a) is not None])
             if ctx.input.taken_by(frame):
                 ctx.input.offer(child, agent.name)
             return Outcome.transfer(child, resume=handoff.resume)
@@ -600,10 +593,7 @@ class ReasoningExecutor:
 
 def _added_by_profile(ctx: TurnContext, agent: ReasoningAgent, tool: str) -> bool:
     """Whether an active behaviour profile of the agent adds the tool (TOOLS_ADD)."""
-    from frontdesk.runtime.rules import added_tools
-
-    owner = agent.name if agent.rules is not None else agent.name.partition("__")[0]
-    return tool in added_tools(owner, ctx)
+    return tool in added_tools(agent.owner or agent.name, ctx)
 
 
 def _blank(value: Any) -> bool:
@@ -613,15 +603,10 @@ def _blank(value: Any) -> bool:
 # ---- ABL reasoning: the agent's context, system tools, gathered fields, limits, compaction, offline ----
 
 
-def abl_message(ctx: TurnContext, agent: ReasoningAgent, name: str) -> str | None:
+def named_message(ctx: TurnContext, agent: ReasoningAgent, name: str) -> str | None:
     """The agent's MESSAGES text of that name (ABL: `llm_error`, `fallback`, `max_iterations`), rendered, or
-    None; a FLOW step's reasoning agent has its flow agent's."""
-    if owner_rules(ctx.program, agent) is None:
-        return None
-    from frontdesk.runtime.rules import message
-
-    owner = agent.name if agent.rules is not None else agent.name.partition("__")[0]
-    return message(ctx, owner, name, "") or None
+    None; a FLOW step's reasoning agent has its flow agent's (`owner`)."""
+    return message(ctx, agent.owner or agent.name, name, "") or None
 
 
 def policy_text(agent: ReasoningAgent) -> str | None:
@@ -636,40 +621,24 @@ MODEL_ERROR_TYPES = ("llm_error", "unknown_error", "default")  # the ON_ERROR ha
 def model_error_handler(ctx: TurnContext, agent: ReasoningAgent):
     """The ON_ERROR handler (ABL) of the agent, or of the flow whose REASONING step it is, for a failed model
     call: `llm_error`, else `unknown_error`, else `default`; None without one."""
-    rules = owner_rules(ctx.program, agent)
-    for name in MODEL_ERROR_TYPES if rules is not None else ():
+    rules = ctx.program.rules_for(agent.name)
+    for name in MODEL_ERROR_TYPES:
         handler = next((h for h in rules.on_error if h.on == name), None)
         if handler is not None:
             return handler
     return None
 
 
-def owner_rules(program, agent):
-    """The AgentRules an ABL reasoning agent acts under: its own, or for the agent a FLOW step with
-    REASONING: true runs (named `<Agent>__<step>` by the ABL front end) those of the flow's agent.
-    None for ADL agents."""
-    if agent.rules is not None:
-        return agent.rules
-    owner, sep, _ = agent.name.partition("__")
-    parent = program.agents.get(owner) if sep else None
-    return parent.rules if parent is not None and parent.rules is not None else None
-
-
 def active_profiles(ctx: TurnContext, agent: str, rules) -> list:
     """The behaviour profiles of `rules` (those of agent `agent`) whose WHEN holds now, highest
     priority first: the rules runtime's `active_profiles(agent, ctx)`, or, without it, this reading
     of its own (WHEN false, or failing to evaluate, leaves a profile out)."""
-    from frontdesk.runtime import rules as rules_runtime
-
     shared = getattr(rules_runtime, "active_profiles", None)
     if callable(shared):
         try:
             return list(shared(agent, ctx))
         except (TypeError, AttributeError):
             pass
-    from frontdesk.expr import EvalError, is_true
-    from frontdesk.ir.expr import ExprCondition
-
     out = []
     for profile in getattr(rules, "profiles", []) or []:
         when = profile.when
@@ -686,10 +655,9 @@ def active_profiles(ctx: TurnContext, agent: str, rules) -> list:
 
 
 def gather_fields(program, agent) -> dict[str, Any]:
-    """The GATHER fields an ABL reasoning agent collects, by name (its arguments that are fields)."""
-    rules = owner_rules(program, agent)
-    if rules is None:
-        return {}
+    """The GATHER fields a reasoning agent collects, by name (its arguments that are fields of the rules
+    it acts under)."""
+    rules = program.rules_for(agent.name)
     names = set(agent.arg_names())
     return {f.name: f for f in rules.gather if f.name in names}
 
@@ -697,9 +665,6 @@ def gather_fields(program, agent) -> dict[str, Any]:
 def _needs_asking(ctx: TurnContext, agent: str, f) -> bool:
     """Whether a field must have a value before the task is done (required, or an active
     progressive / `when` field)."""
-    from frontdesk.expr import EvalError, is_true
-    from frontdesk.ir.expr import ExprCondition
-
     if f.activation == "optional" or (not f.required and f.activation == "required"):
         return False
     if f.activation == "progressive":
@@ -715,8 +680,6 @@ def _needs_asking(ctx: TurnContext, agent: str, f) -> bool:
 
 
 def _field_ref(name: str):
-    from frontdesk.ir.expr import Ref
-
     return Ref(scope="session", name=name)
 
 
@@ -735,18 +698,18 @@ def note_all_gathered(ctx: TurnContext, agent, fields: dict[str, Any]) -> bool:
 
 
 def agent_context(ctx: TurnContext, agent: ReasoningAgent, frame: Frame):
-    """What an ABL agent's system prompt shows (prompts.AgentContext); None for ADL agents."""
-    rules = owner_rules(ctx.program, agent)
-    if rules is None:
+    """What the system prompt of an agent whose policy shows its sections (ABL) has
+    (prompts.AgentContext); None when its prompt is its instructions."""
+    if agent.policy.prompt != "sections":
         return None
+    rules = ctx.program.rules_for(agent.name)
     own = agent.instructions.strip()
     base = [f"Goal: {rules.goal}" if rules.goal else "", rules.persona,
             "Limitations:\n" + "\n".join(f"- {x}" for x in rules.limitations) if rules.limitations else ""]
     for part in (p for p in base if p):  # the front end put GOAL, PERSONA, LIMITATIONS first: shown apart
         if own.startswith(part):
             own = own[len(part):].lstrip()
-    owner = agent.name if agent.rules is not None else agent.name.partition("__")[0]
-    profiles = active_profiles(ctx, owner, rules)
+    profiles = active_profiles(ctx, agent.owner or agent.name, rules)
     fields = gather_fields(ctx.program, agent)
     values = ctx.values(agent.name)
     note_all_gathered(ctx, agent, fields)
@@ -754,8 +717,6 @@ def agent_context(ctx: TurnContext, agent: ReasoningAgent, frame: Frame):
     for var in rules.memory.session:
         if var.name not in fields:
             memory.append((var.name, ctx.read(_field_ref(var.name), agent.name)))
-    from frontdesk.ir.expr import memory_ref
-
     for path in rules.memory.persistent:
         ref = memory_ref(path.path)
         if ref is not None and path.access in ("read", "readwrite"):
@@ -808,9 +769,6 @@ def canonical_call(call: ToolCall, agent: ReasoningAgent) -> ToolCall:
 
 def check_field_value(ctx: TurnContext, agent: str, f, value: Any) -> tuple[Any, str | None]:
     """The value to keep for GATHER field `f`, or an error saying why `value` is not one."""
-    import re
-
-    from frontdesk.runtime import extract
 
     if _blank(value):
         return None, "no value"
@@ -874,8 +832,6 @@ def check_field_value(ctx: TurnContext, agent: str, f, value: Any) -> tuple[Any,
 
 
 def _validation_error(ctx: TurnContext, agent: str, f, rule, value: Any) -> str | None:
-    import re
-
     said = rule.error or None
     if rule.kind == "pattern":
         try:
@@ -894,8 +850,6 @@ def _validation_error(ctx: TurnContext, agent: str, f, rule, value: Any) -> str 
         allowed = [x.strip().lower() for x in rule.rule.split(",") if x.strip()]
         return None if str(value).strip().lower() in allowed else (said or f"must be one of {rule.rule}")
     if rule.kind == "custom" and rule.expr is not None:
-        from frontdesk.expr import EvalError, evaluate, is_true
-
         def lookup(ref):  # the candidate value stands in for the field while it is checked
             if ref.space == "var" and ref.name == f.name:
                 return value
@@ -974,8 +928,7 @@ def request_tokens(request) -> int:
 def context_budget(ctx: TurnContext, agent: ReasoningAgent) -> int:
     """The most tokens one request may hold: EXECUTION `context_tokens` (or `context_window`), else
     `llm: context_tokens` in config.yml, else DEFAULT_CONTEXT_TOKENS."""
-    rules = owner_rules(ctx.program, agent)
-    extra = rules.execution.extra if rules is not None else {}
+    extra = ctx.program.rules_for(agent.name).execution.extra
     for value in (extra.get("context_tokens"), extra.get("context_window"),
                   (ctx.program.settings.llm or {}).get("context_tokens")):
         try:

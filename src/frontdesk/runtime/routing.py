@@ -1,40 +1,46 @@
 """The router executor: ADL ensembles and ABL supervisors choosing who handles a message.
 
 ABL supervisors add to an ensemble: HANDOFF WHEN words and ROUTING INTENT(...) words as phrases of the
-local understanding model (`with_handoff_phrases`), ROUTING DEFAULT, the pre-classification pipeline
-of abl-specification 3.15 (`PipelineConfig`), RETURN: false members whose interrupted run is dropped,
-CONTEXT pass / summary / history for the member taking over, ON_RETURN maps, `handoff.completed` and
-the supervisor's COMPLETE rules, and `__return_to_parent__` offered to members with RETURN: true.
+local understanding model (`with_handoff_phrases`, runtime/handoff.py), ROUTING DEFAULT, the
+pre-classification pipeline of abl-specification 3.15 (its settings: runtime/preclassify.py), RETURN:
+false members whose interrupted run is dropped, CONTEXT pass / summary / history for the member taking
+over, ON_RETURN maps, `handoff.completed` and the supervisor's COMPLETE rules. The routing call itself
+(shared with the strategies that route before the agents run) is in runtime/orchestration.py; handing a
+member over, and `__return_to_parent__` for members with RETURN: true, in runtime/handoff.py.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
-from typing import Any
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 
-from frontdesk.ir.models import Handoff, Program, Ref, RouterAgent, RouterMember
-from frontdesk.llm.base import LLMError, LLMRequest, LLMResponse, ToolSchema
-from frontdesk.nlu.base import Option
+from frontdesk.ir.expr import ExprCondition
+from frontdesk.ir.models import Ref, RouterAgent, RouterMember
+from frontdesk.llm.base import LLMError, LLMRequest, LLMResponse
 from frontdesk.nlu.matcher import polarity
 from frontdesk.runtime import orchestration, prompts
 from frontdesk.runtime.context import ChildResult, Outcome, TurnContext
+from frontdesk.runtime.escalation import check_triggers
 from frontdesk.runtime.events import register_event_type
-from frontdesk.runtime.policies import new_frame, policy_message, setup_frame
+from frontdesk.runtime.handoff import (  # noqa: F401 - RETURN_TO_PARENT, when_phrases: also read from here
+    RETURN_TO_PARENT,
+    handoff_returned,
+    receiver_context,
+    resume_thread,
+    when_phrases,
+)
+from frontdesk.runtime.orchestration import ROUTE_APOLOGY, describe_agent, llm_route, route_request, routed
+from frontdesk.runtime.policies import DROPS_TASK, few_words, new_frame, policy_message, setup_frame, switch_candidates
+from frontdesk.runtime.preclassify import PipelineConfig
 from frontdesk.runtime.state import Frame, RouterData
 
 register_event_type("handoff_match", "a router handed the conversation to a member it started", ("target",))
 register_event_type("pre_classification", "a supervisor's pre-classification pipeline (ABL 3.15) read the message",
                     ("mode", "intent", "confidence", "threshold", "by", "short_circuit", "reason", "kept"))
-register_event_type("handoff_completed", "a member a supervisor handed the conversation to ended (handoff.completed)",
-                    ("target", "status", "mapped"))
-register_event_type("handoff_context", "what a member taking over from a supervisor is given (CONTEXT)",
-                    ("target", "passed", "history", "messages"))
-RETURN_TO_PARENT = "__return_to_parent__"
 LAST_MEMBER = "last"  # RouterData.decisions: the member the router handed a message to most recently
 # A member suspended longer ago than this (in user turns) is not resumed unasked: the router offers it.
 STALE_AFTER_TURNS = 3
-ROUTE_APOLOGY = "Sorry, I'm having trouble right now. Could you say that again in a moment?"
 ANYTHING_ELSE = "Is there anything else I can help you with?"
 ASKED = "\0asked"  # _choose asked the user a clarifying question instead of choosing
 CLARIFY_FLOOR = 0.2  # an agent this far from the message is not offered in a clarifying question
@@ -44,11 +50,6 @@ CLARIFY_FLOOR = 0.2  # an agent this far from the message is not offered in a cl
 # issue 7, 3 of the 74 left unsure, all 3 right; see its README).
 LIKELY_SCORE = 0.70
 LIKELY_MARGIN = 0.04
-
-
-def describe_agent(agent) -> str:
-    text = (agent.description or "").strip().rstrip(".")
-    return text or agent.name.replace("_", " ")
 
 
 class RouterExecutor:
@@ -77,7 +78,7 @@ class RouterExecutor:
             if back is None:
                 return Outcome.wait()
             data.suspended.remove(back.id)
-            return Outcome.call(ctx.resume_thread(back.id))
+            return Outcome.call(resume_thread(ctx, back.id))
         if chosen == ASKED:
             ctx.input.state = "taken"
             frame.waiting = True
@@ -98,12 +99,12 @@ class RouterExecutor:
         if paused is not None:
             # The user came back to an interrupted task: it takes the message where it stopped.
             data.suspended.remove(paused.id)
-            top = ctx.resume_thread(paused.id)
+            top = resume_thread(ctx, paused.id)
             ctx.log.emit("agent_resumed", top.agent, by=frame.agent, thread=paused.id)
             ctx.input.offer(top, frame.agent)
             return Outcome.call(top)
         ctx.log.emit("handoff_match", router.name, target=chosen)
-        if router.rules is not None:
+        if router.policy.tracks_completion:
             ctx.state.system["handoff.completed"] = False
         return Outcome.call(self._activate(router, chosen, ctx))
 
@@ -112,7 +113,7 @@ class RouterExecutor:
         router: RouterAgent = ctx.program.agents[frame.agent]  # type: ignore[assignment]
         member = member_of(router, child.agent)
         if not child.setup and child.kind == "done" and member is not None and child.graph == "main" \
-                and router.rules is not None:  # ABL supervisors: handoff.completed, ON_RETURN, COMPLETE
+                and router.policy.tracks_completion:  # handoff.completed, ON_RETURN, COMPLETE (ABL supervisors)
             self._member_done(router, frame, member, child, ctx)
             return
         if child.setup or child.kind != "yield" or child.thread is None:
@@ -167,7 +168,7 @@ class RouterExecutor:
             if picked is not None:
                 return picked
             if answered is not None:  # parallel mode: the routing call was made at the same time
-                return self._routed(router, frame, ctx, answered, {c.name for c in candidates})
+                return routed(router, frame, ctx, answered, {c.name for c in candidates})
         names = [c.name for c in candidates]
         decision = ctx.embed_decide(ctx.input.text or "", ctx.agent_options(names), "route", router.name)
         asked = frame.data.decisions.pop("clarify", None)
@@ -190,14 +191,12 @@ class RouterExecutor:
         if decision is not None:
             ctx.log.emit("step", router.name, action="embedding unsure, asking the LLM", best=decision.best,
                          score=round(decision.score, 3), margin=round(decision.margin, 3))
-        return self.llm_route(router, frame, ctx, candidates)
+        return llm_route(router, frame, ctx, candidates)
 
     @staticmethod
     def _dropped_task(frame: Frame, ctx: TurnContext, names: set[str]) -> str | None:
         """"Never mind the books. Is the live chat open?" while a task waits: the interrupted agent reads
         it first (it ends its task and names the agent the rest is for), so it does not come back unasked."""
-        from frontdesk.runtime.policies import DROPS_TASK
-
         if not ctx.llm_classifies or not DROPS_TASK.match(ctx.input.text or ""):
             return None
         waiting = ctx.threads_of(frame.data.suspended)  # type: ignore[union-attr]
@@ -222,58 +221,12 @@ class RouterExecutor:
                          reason="the agent that answered last reads the message first")
             ctx.orchestration["autonomous"] = last
             return last
-        return self.llm_route(router, frame, ctx, candidates)
-
-    @classmethod
-    def llm_route(cls, router: RouterAgent, frame: Frame, ctx: TurnContext, candidates) -> str | None:
-        """One routing call; its guardrails ride along unless they were checked already this turn.
-        BLOCKED when a guardrail stops the message (the user was told)."""
-        guards = orchestration.guard_agents(router, ctx)
-        merged = bool(guards) and ctx.orchestration.get("guarded") is not True  # True: a model checked it
-        request = cls._route_request(router, candidates, ctx, guards if merged else [])
-        try:
-            response: LLMResponse | LLMError = ctx.complete(request, router.name)
-        except LLMError as exc:
-            response = exc
-        if merged:
-            args = response.tool_calls[0].arguments if isinstance(response, LLMResponse) and response.tool_calls \
-                else None
-            if orchestration.merged_verdict(ctx, frame, args, "agent", "merged into the routing call"):
-                return orchestration.BLOCKED
-        return cls._routed(router, frame, ctx, response, {c.name for c in candidates})
-
-    @classmethod
-    def _route_request(cls, router: RouterAgent, candidates, ctx: TurnContext, guards=()) -> LLMRequest:
-        described = cls._described(router, candidates)
-        if guards:
-            return prompts.merged_route_request(router, described, list(guards), ctx.state.history,
-                                                ctx.program.settings.history_window)
-        return prompts.route_request(router, described, ctx.state.history, ctx.program.settings.history_window)
-
-    @staticmethod
-    def _routed(router: RouterAgent, frame: Frame, ctx: TurnContext, response: LLMResponse | LLMError,
-                names: set[str]) -> str | None:
-        """The member a routing call's answer names (None: none, or the call failed and the user was told)."""
-        if isinstance(response, LLMError):
-            ctx.log.emit("error", router.name, where="routing", message=str(response))
-            ctx.say(router.name, ROUTE_APOLOGY, frame)
-            return None
-        choice = None
-        if response.tool_calls:
-            choice = response.tool_calls[0].arguments.get("agent")
-        elif response.content:
-            choice = next((n for n in names if n in response.content), None)
-        if choice not in names:
-            choice = None
-        ctx.log.emit("route_decided", router.name, agent=choice, by="llm")
-        return choice
+        return llm_route(router, frame, ctx, candidates)
 
     @staticmethod
     def _by_condition(router: RouterAgent, frame: Frame, ctx: TurnContext) -> str | None:
         """A member whose WHEN is an expression that holds (`channel == "voice"`), in the order written:
         routed there without any model."""
-        from frontdesk.ir.expr import ExprCondition
-
         for member in router.members:
             if not isinstance(member.condition, ExprCondition) or member.agent in ctx.input.passed \
                     or member.agent not in ctx.program.agents:
@@ -288,21 +241,6 @@ class RouterExecutor:
                              condition=member.condition.source)
                 return member.agent
         return None
-
-    @staticmethod
-    def _described(router: RouterAgent, candidates):
-        """Candidates as the routing model sees them: a supervisor's HANDOFF WHEN and INTENT words
-        join each agent's description."""
-        out = []
-        for agent in candidates:
-            member = member_of(router, agent.name)
-            extra = []  # the HANDOFF WHEN words are on the agent's line already (prompts._agent_line)
-            if member is not None and member.examples:
-                extra.append("words like " + ", ".join(f'"{w}"' for w in member.examples))
-            if extra:
-                agent = agent.model_copy(update={"description": f"{describe_agent(agent)} ({'; '.join(extra)})"})
-            out.append(agent)
-        return out
 
     def _pre_classify(self, router: RouterAgent, candidates, pipeline: PipelineConfig, ctx: TurnContext):
         """ABL 3.15: a fast classifier reads the message before the routing call. Sure enough (one
@@ -329,7 +267,7 @@ class RouterExecutor:
             if pipeline.mode == "parallel":
                 # the classifier and the routing call at the same time (abl-specification 3.15)
                 response, answered = complete_together(
-                    ctx, router.name, [classify, self._route_request(router, candidates, ctx)])
+                    ctx, router.name, [classify, route_request(router, candidates, ctx)])
             else:
                 try:
                     response = ctx.complete(classify, router.name)
@@ -373,7 +311,7 @@ class RouterExecutor:
             if pipeline.mode == "parallel" and ctx.llm_classifies and answered is None:
                 # Parallel mode with the local model as the classifier: the main call is paid for anyway.
                 try:
-                    ctx.complete(self._route_request(router, candidates, ctx), router.name)
+                    ctx.complete(route_request(router, candidates, ctx), router.name)
                 except LLMError as exc:
                     ctx.log.emit("error", router.name, where="routing (parallel)", message=str(exc))
             elif isinstance(answered, LLMError):
@@ -424,7 +362,7 @@ class RouterExecutor:
         passed = self._pass_values(router, spec, ctx)
         child = new_frame(ctx, member, offer_input_by=router.name)
         if spec.handoff is not None:
-            seed_handoff_context(ctx, router.name, spec.handoff, child, passed)
+            receiver_context(ctx, router.name, spec.handoff, child, passed)
         return child
 
     @staticmethod
@@ -453,7 +391,7 @@ class RouterExecutor:
         """The supervisor's COMPLETE rules (`handoff.completed == true`): the first that holds says its words."""
         router: RouterAgent = ctx.program.agents[frame.agent]  # type: ignore[assignment]
         rules = router.rules
-        if rules is None or not rules.complete:
+        if not rules.complete:
             return False
 
         for rule in rules.complete:
@@ -481,9 +419,7 @@ class RouterExecutor:
             resumed = self._resume(frame, ctx)
             if resumed is not None:
                 return resumed  # the interrupted task goes on: the supervisor is not done
-        if completed is not None and getattr(ctx.program.agents[frame.agent], "rules", None) is not None:
-            from frontdesk.runtime.escalation import check_triggers
-
+        if completed is not None and ctx.program.agents[frame.agent].policy.tracks_completion:
             if check_triggers(ctx):  # an ESCALATE trigger holds now: a person, not "anything else?"
                 frame.waiting = True
                 return Outcome.wait()
@@ -513,7 +449,7 @@ class RouterExecutor:
                 ctx.say(frame.agent, f"We can get back to what we left earlier whenever you like ({what}).", frame)
             return None
         data.suspended.pop()
-        top = ctx.resume_thread(child.id)
+        top = resume_thread(ctx, child.id)
         ctx.log.emit("agent_resumed", top.agent, by=frame.agent, thread=child.id)
         top.reask = True  # it asks its question again (with the values of now) when it runs
         return Outcome.call(top)
@@ -544,279 +480,13 @@ class RouterExecutor:
         return Outcome.wait()
 
 
-# ---- ABL supervisors: the words of HANDOFF WHEN as phrases ------------------------------------------
-
-_WHEN_OPENING = re.compile(
-    r"^\s*(?:when\s+|if\s+)?(?:the\s+)?(?:user|customer|caller|client|they)\s+(?:is\s+|has\s+)?"
-    r"(?:asks?|asking|asked|wants?|wanting|needs?|requests?|requesting|mentions?|mentioning|says?|"
-    r"inquires?|enquires?|wishes|would\s+like|tries|trying|has\s+questions?|has\s+a\s+question)"
-    r"(?:\s+(?:about|for|to|on|with|a\s+question\s+about|questions\s+about|help\s+with))?\s+", re.IGNORECASE)
-_LIST_SPLIT = re.compile(r"\s*[,;]\s*(?:or\s+|and\s+)?|\s+or\s+", re.IGNORECASE)
-_EXPRESSION = re.compile(r"==|!=|>=|<=|[<>]|\bAND\b|\bIS\s+SET\b|\b\w+\.\w+\b|\b\w+_\w+\b")
-_FIRST_PERSON = ((r"\btheir\b", "my"), (r"\bthey\b", "I"), (r"\bthem\b", "me"), (r"\bthemselves\b", "myself"))
-
-
-def when_phrases(text: str) -> list[str]:
-    """What a user might say, read from a HANDOFF WHEN written in words: "user asks about delivery,
-    shipping, or order status" gives "delivery, shipping, or order status", "delivery", "shipping"
-    and "order status" (said in the first person: "their balance" becomes "my balance"). A WHEN that
-    is an expression (`language == "es"`) gives nothing."""
-    text = (text or "").strip().rstrip(".")
-    if not text or _EXPRESSION.search(text):
-        return []
-    body = _WHEN_OPENING.sub("", text)
-    for pattern, replacement in _FIRST_PERSON:
-        body = re.sub(pattern, replacement, body, flags=re.IGNORECASE)
-    phrases = [body]
-    parts = [part.strip() for part in _LIST_SPLIT.split(body) if part and part.strip()]
-    if len(parts) > 1:
-        phrases += [re.sub(r"^(?:or|and)\s+", "", part, flags=re.IGNORECASE) for part in parts]
-    return [p for p in phrases if len(p) >= 3]
-
-
-def with_handoff_phrases(program: Program, options: list[Option]) -> list[Option]:
-    """Route options with the phrases of every supervisor's HANDOFF WHEN for that member added (the
-    local understanding model reads "Where is my package?" against "shipping", not against "user
-    asks about delivery, shipping, or order status"). Programs without such words are unchanged."""
-    extra: dict[str, list[str]] = {}
-    for agent in program.agents.values():
-        if isinstance(agent, RouterAgent):
-            for member in agent.members:
-                extra.setdefault(member.agent, []).extend(when_phrases(member.description))
-    if not any(extra.values()):
-        return options
-    out = []
-    for option in options:
-        known = {e.lower() for e in option.examples}
-        added = [p for p in dict.fromkeys(extra.get(option.key, [])) if p.lower() not in known]
-        if not added:
-            out.append(option)
-            continue
-        weights = option.weight_list() + [1.0] * len(added)
-        keywords = (*option.keyword_examples, *added) if option.keyword_examples else ()
-        out.append(Option(key=option.key, examples=(*option.examples, *added), weights=tuple(weights),
-                          keyword_examples=keywords))
-    return out
-
-
-def handoff_returned(ctx: TurnContext, owner: str, handoff: Handoff | None, child: ChildResult) -> dict[str, Any]:
-    """An agent `owner` handed the conversation to ended (a supervisor's member, or the target of a
-    reasoning agent's HANDOFF with RETURN: true): `handoff.completed` becomes true and the ON_RETURN
-    map reads the child's values (its result first) into the owner's."""
-    from frontdesk.expr import EvalError
-
-    ctx.state.system["handoff.completed"] = True
-    mapped: dict[str, Any] = {}
-    for name, expr in (handoff.on_return if handoff is not None else {}).items():
-        try:
-            value = ctx.eval(expr, child.agent)
-        except EvalError as exc:
-            ctx.log.emit("warning", owner, where="ON_RETURN", message=f"{name}: {exc}")
-            continue
-        if value is None and child.value:
-            value = child.value.get(name)
-        if value is not None:
-            # where the owner's expressions read the name: its own field, else a session variable (a
-            # supervisor has no fields of its own)
-            declared = any(a.name == name for a in getattr(ctx.program.agents.get(owner), "args", []))
-            ctx.write(owner if declared else "session", name, value, owner, why=f"ON_RETURN of {child.agent}")
-            mapped[name] = value
-    ctx.log.emit("handoff_completed", owner, target=child.agent, status=child.status, mapped=mapped)
-    return mapped
-
-
-def seed_handoff_context(ctx: TurnContext, owner: str, handoff: Handoff, child: Frame, passed: list[str]) -> None:
-    """What a reasoning agent taking over sees of the conversation (CONTEXT.history): none (it starts
-    fresh: only the message that brought it, no summary), summary_only (the summary and that message),
-    full, or last_n:N (the summary, then the whole or the last N messages before it). An entry with a
-    summary and no history written is compiled as summary_only."""
-    from frontdesk.runtime.flow import keep_passed
-
-    keep_passed(ctx, handoff.agent, passed)  # passed values are the new activation's, never stale
-    strategy = handoff.history or "none"
-    if child.kind != "reasoning":
-        ctx.log.emit("handoff_context", owner, target=handoff.agent, passed=passed, history=strategy,
-                     messages=0, note="a flow has no transcript: it reads the turn's message")
-        return
-    messages: list[dict] = []
-    if handoff.summary is not None and strategy != "none":
-        summary = ctx.render(handoff.summary, owner)
-        if summary.strip():
-            messages.append({"role": "system", "content": f"Handed over by {owner}: {summary.strip()}"})
-    history = ctx.state.history
-    if history and history[-1].role == "user" and ctx.input.text is not None:
-        history = history[:-1]  # the turn's message is added below, whatever the strategy
-    if strategy == "full":
-        earlier = prompts.history_messages(history, 0)
-    elif strategy.startswith("last_n:"):
-        try:
-            count = max(0, int(strategy.split(":", 1)[1]))
-        except ValueError:
-            count = ctx.program.settings.history_window
-        earlier = prompts.history_messages(history, count) if count else []
-    else:  # none, summary_only: no earlier messages
-        earlier = []
-    messages += [m.model_dump(exclude_none=True) for m in earlier]
-    if ctx.input.text is not None:
-        messages.append({"role": "user", "content": ctx.input.text})
-    child.data.messages = messages  # type: ignore[union-attr]
-    ctx.log.emit("handoff_context", owner, target=handoff.agent, passed=passed, history=strategy,
-                 messages=len(messages))
-
-
 def member_of(router: RouterAgent | None, name: str) -> RouterMember | None:
     if router is None:
         return None
     return router.member(name)
 
 
-def return_to_parent_tools(ctx: TurnContext, frame: Frame) -> list[ToolSchema]:
-    """`__return_to_parent__` (ABL 3.10) for an agent handed the conversation with RETURN: true, by a
-    supervisor (a member) or by a reasoning agent's HANDOFF: the agent gives the message back and waits,
-    its transcript and values kept, until its parent routes or hands over to it again."""
-    waiting = handoff_parent(ctx, frame)
-    if waiting is not None:
-        parent = waiting.top.agent
-        handoff = next((h for h in getattr(ctx.program.agents.get(parent), "handoffs", []) if h.agent == frame.agent),
-                       None)
-        if handoff is None or not handoff.resume or getattr(ctx.program.agents.get(parent), "rules", None) is None:
-            return []
-    else:
-        router = ctx.started_by_router(frame)
-        member = member_of(router, frame.agent)
-        if member is None or not member.resume or router.rules is None:  # ADL ensembles: hand_back is enough
-            return []
-        parent = router.name
-    return [ToolSchema(
-        name=RETURN_TO_PARENT,
-        description=(f"Give the conversation back to {parent} when the user asks for something outside "
-                     "your task (a digression). You wait, with everything gathered so far, and carry on "
-                     "when the user comes back to your task."),
-        parameters={"type": "object", "properties": {"reason": {"type": "string"}}})]
-
-
-def handoff_parent(ctx: TurnContext, frame: Frame):
-    """The thread of a reasoning agent that handed the conversation to `frame` and waits for it to end
-    (a HANDOFF with RETURN: true)."""
-    return next((t for t in ctx.state.threads.values() if t.reason == "handoff" and t.resume_after == frame.id
-                 and t.top.kind == "reasoning"), None)
-
-
-def return_to_parent(engine, frame: Frame, outcome: Outcome, ctx: TurnContext) -> bool:
-    """An agent another handed the conversation to (RETURN: true) gave the message back
-    (`__return_to_parent__`): it waits as a thread of its own, owned by its parent, and the parent's
-    thread comes back with the message; its handoff call is answered "not finished". False when no
-    agent waits for `frame`."""
-    waiting = handoff_parent(ctx, frame) if outcome.kind == "yield" and outcome.reason == "hand_back" else None
-    if waiting is None:
-        return False
-    stack = ctx.state.stack
-    frame.waiting = True
-    chain = engine._take_chain(ctx)
-    parent = waiting.top
-    child = engine._new_thread(chain, "hand_back", ctx, owner=parent.id)
-    ctx.log.emit("agent_suspended", frame.agent, by=f"return to {parent.agent}", reason="return_to_parent",
-                 thread=child.id, message=outcome.message)
-    del ctx.state.threads[waiting.id]
-    stack.extend(waiting.frames)
-    ctx.log.emit("thread_return", parent.agent, thread=waiting.id, reason="return_to_parent")
-    ctx.log.emit("agent_resumed", parent.agent, by=f"{frame.agent} returned", thread=waiting.id)
-    result = ChildResult(agent=frame.agent, frame_id=frame.id, graph=frame.graph, kind="yield", status="waiting",
-                         message=outcome.message or "returned to you: the user's message is for you",
-                         reason="hand_back", thread=child.id)
-    engine.executors[parent.kind].child_finished(parent, result, ctx)
-    return True
-
-
-def resume_returned(ctx: TurnContext, frame: Frame, target: Frame) -> Frame:
-    """`frame` hands the conversation to `target`'s agent again: if that agent returned to `frame` earlier
-    (`__return_to_parent__`) and waits, its thread comes back instead of a new run (ABL 3.10), with the
-    message `target` was offered. Otherwise `target`."""
-    waiting = next((t for t in ctx.state.threads.values() if t.reason == "hand_back" and t.owner == frame.id
-                    and t.base.agent == target.agent), None)
-    if waiting is None:
-        return target
-    top = ctx.resume_thread(waiting.id)
-    ctx.log.emit("agent_resumed", top.agent, by=f"handoff from {frame.agent}", thread=waiting.id)
-    if ctx.input.offered_to(target):
-        ctx.input.offer(top, frame.agent)
-    else:
-        top.reask = True
-    return top
-
-
-# ---- ABL 3.15: the supervisor's pre-classification pipeline -----------------------------------------
-
-
-@dataclass
-class PipelineConfig:
-    """EXECUTION.pipeline of a supervisor, resolved as abl-specification 3.15 says: the agent's own block,
-    then the project's defaults (`pipeline:` in config.yml), then the system's.
-
-    `model` is the classifier's model when the agent or the project names one (`model_from` says which);
-    otherwise None: the call goes to the configured chat model. (The spec's system default, qwen3-30b, is
-    a model few servers have; sending it would make every classify call fail.)"""
-
-    enabled: bool = False
-    mode: str = "parallel"
-    model: str | None = None
-    model_from: str = "system default"
-    short_circuit: bool = True
-    threshold: float = 0.85
-    tool_filter: bool = True
-    max_tools: int = 6
-    veto: bool = True
-    keywords: tuple[str, ...] = ()
-
-    SPEC_DEFAULT_MODEL = "qwen3-30b"
-
-    @classmethod
-    def of(cls, router: RouterAgent, program: Program | None = None) -> PipelineConfig:
-        own = router.rules.execution.pipeline if router.rules is not None else {}
-        own = own if isinstance(own, dict) else {}
-        settings = getattr(program, "settings", None) if program is not None else None
-        project = getattr(settings, "pipeline", None) or {}
-        project = project if isinstance(project, dict) else {}
-        raw = _merged(project, own)
-        if not raw:
-            return cls()
-
-        def block(name: str) -> dict:
-            value = raw.get(name)
-            return value if isinstance(value, dict) else {}
-
-        def number(value: Any, default: float) -> float:
-            try:
-                return float(value)
-            except (TypeError, ValueError):
-                return default
-
-        short, tools, veto = block("shortCircuit"), block("toolFilter"), block("keywordVeto")
-        words = veto.get("keywords") or []
-        model = own.get("model") or project.get("model") or None
-        model_from = "agent" if own.get("model") else "project config" if project.get("model") else "system default"
-        return cls(enabled=bool(raw.get("enabled", False)),
-                   mode=str(raw.get("mode") or "parallel").lower(),
-                   model=str(model) if model else None, model_from=model_from,
-                   short_circuit=bool(short.get("enabled", True)),
-                   threshold=number(short.get("confidenceThreshold"), cls.threshold),
-                   tool_filter=bool(tools.get("enabled", True)),
-                   max_tools=max(1, int(number(tools.get("maxTools"), cls.max_tools))),
-                   veto=bool(veto.get("enabled", True)),
-                   keywords=tuple(str(w) for w in (words if isinstance(words, list) else [words])))
-
-    def vetoed_by(self, text: str) -> list[str]:
-        if not self.veto:
-            return []
-        return [w for w in self.keywords if re.search(rf"(?<!\w){re.escape(w)}(?!\w)", text, re.IGNORECASE)]
-
-
-def _merged(base: dict, over: dict) -> dict:
-    """`over` on top of `base`, block by block (shortCircuit, toolFilter, keywordVeto merge key by key)."""
-    out = dict(base)
-    for key, value in over.items():
-        out[key] = _merged(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
-    return out
+# ---- ABL 3.15: the supervisor's pre-classification pipeline (its settings: runtime/preclassify.py) ---------
 
 
 CLASSIFY_TOOL = prompts.CLASSIFY_TOOL
@@ -863,8 +533,6 @@ def complete_together(ctx: TurnContext, agent: str, requests: list[LLMRequest]) 
 
     if llm is None or getattr(llm, "ordered", False) or len(requests) < 2:
         return in_order()
-    from concurrent.futures import ThreadPoolExecutor
-
     with ThreadPoolExecutor(max_workers=len(requests), thread_name_prefix="frontdesk-llm") as pool:
         futures = [pool.submit(ask, request) for request in requests]
         for request, future in zip(requests, futures):
@@ -880,8 +548,6 @@ def digression_by_llm(ctx: TurnContext, frame: Frame, text: str) -> str | None:
     """An ABL flow under a supervisor asked for a field and the message gave none by pattern: with no
     local understanding model, one `understand` call says whether the user turned to another member
     (`switch:<agent>`) or not (`none`). No call for a message of fewer than two words ("100", "ok")."""
-    from frontdesk.runtime.policies import few_words, switch_candidates
-
     others = switch_candidates(ctx, frame)
     if not others or not ctx.llm_classifies or not text or few_words(text):
         return None

@@ -21,6 +21,8 @@ HISTORY_LIMIT = 200
 TRANSCRIPT_STORE_LIMIT = 120
 # Suspended threads a session keeps at most; the oldest is dropped (with an event) beyond that.
 THREAD_LIMIT = 16
+# state.system: agent -> {field: value} its last activation ended with (runtime/flow.py, handoff.py)
+GATHERED_BEFORE = "_gathered_before"
 
 
 class FlowData(BaseModel):

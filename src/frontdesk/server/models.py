@@ -83,8 +83,3 @@ class SessionOut(BaseModel):
     active_agent: str | None
     turn: int
     ended: bool
-
-
-class ErrorOut(BaseModel):
-    error: str
-    detail: Any = None

@@ -28,6 +28,7 @@ from frontdesk.store.base import (
     renumber,
     utc_now,
 )
+from frontdesk.extras import install_hint
 from frontdesk.store.longterm import MemoryScope, encode_value, under
 
 _SCHEMA = """
@@ -76,8 +77,8 @@ class PostgresSessionStore:
     def __init__(self, url: str) -> None:
         try:
             import psycopg
-        except ImportError as exc:  # pragma: no cover - depends on the installation
-            raise StoreError("the PostgreSQL session store needs psycopg 3 (pip install 'psycopg[binary]')") from exc
+        except ImportError as exc:  # the [postgres] extra is not installed
+            raise StoreError(install_hint("postgres", "the PostgreSQL session store", "psycopg")) from exc
         self._psycopg = psycopg
         self.url = url
         self._lock = threading.Lock()

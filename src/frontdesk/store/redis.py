@@ -35,6 +35,7 @@ from frontdesk.store.base import (
     renumber,
     utc_now,
 )
+from frontdesk.extras import install_hint
 from frontdesk.store.longterm import MemoryScope, encode_value, under
 
 # Deletes the lock only if it still holds our token: a lock that lapsed and was taken by another
@@ -52,8 +53,8 @@ class RedisSessionStore:
                  ttl: float | None = None) -> None:
         try:
             import redis
-        except ImportError as exc:  # pragma: no cover - depends on the installation
-            raise StoreError("the Redis session store needs the 'redis' package (pip install redis)") from exc
+        except ImportError as exc:  # the [redis] extra is not installed
+            raise StoreError(install_hint("redis", "the Redis session store", "redis")) from exc
         self._redis_errors = (redis.RedisError,)
         self._watch_error = redis.WatchError
         self.url = url

@@ -39,6 +39,7 @@ from frontdesk.ir.models import (
 
 from . import codes
 from .context import SESSION, Names, SectionContext
+from .conventions import apply_abl_conventions
 from .documents import Document, is_abl_file, read_document
 from .outline import Node
 
@@ -130,6 +131,7 @@ def compile_documents(docs: list[Document], bag: DiagnosticBag, entry: str | Non
         return None
     program = Program(language="abl", entry=chosen, agents=program_agents, tools=tools,
                       sources=[_relative(d.path, root) for d in docs])
+    apply_abl_conventions(program)  # what ABL means, as each agent's DialoguePolicy
     program.root = str(root.resolve()) if root is not None else ""
     if root is not None:
         _missing_tool_files(program, root, bag)
@@ -193,10 +195,7 @@ def _entry(docs: dict[str, Document], agents: dict[str, Agent], entry: str | Non
 
 def _rule_targets(agent: Agent) -> set[str]:
     """Agents a rule of `agent` may hand off or delegate to (ON_FAIL, ON_ERROR, COMPLETE actions)."""
-    rules = agent.rules
-    if rules is None:
-        return set()
-    return {a for action in _actions_of(rules) for a in (action.handoff, action.delegate) if a}
+    return {a for action in _actions_of(agent.rules) for a in (action.handoff, action.delegate) if a}
 
 
 # ---- tools ------------------------------------------------------------------------------------------
@@ -485,7 +484,7 @@ def compile_agent(doc: Document, bag: DiagnosticBag, names: Names, library: dict
         for step_agent in extra_agents:  # REASONING: true steps: the flow's limit, and they speak as the flow's agent
             if isinstance(step_agent, ReasoningAgent):
                 step_agent.max_iterations = int(max_iterations)
-                step_agent.shown_as = doc.name
+                step_agent.shown_as = step_agent.owner = doc.name
         _cross_checks(doc, sections, ctx, rules)
         return [agent, *extra_agents]
     agent = ReasoningAgent(name=doc.name, description=description, args=_args(rules), instructions=instructions,

@@ -14,7 +14,9 @@ from frontdesk.diagnostics import DiagnosticBag, Span
 from frontdesk.ir.expr import Condition, Expr, ExprCondition, Lit, Template, TextPart
 
 from . import codes
-from .outline import Node
+from .keywords import KEYWORDS
+from .lineparts import split_list
+from .outline import Node, _unquote
 
 SESSION = "session"  # the namespace of ABL's session variables (GATHER fields, SET values, MEMORY session)
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -177,9 +179,6 @@ class SectionContext:
             # a list of texts that fill in values: each element as a quoted value would be
             from frontdesk.ir.expr import ListLit
 
-            from .outline import _unquote
-            from .sections._common import split_list
-
             items = []
             for part in split_list(text[1:-1]):
                 inner = _unquote(part.strip())
@@ -250,8 +249,6 @@ class SectionContext:
 
 def _data_key(key: str) -> str:
     """A key as kept in data: a keyword in lowercase (the same from either format), a name as written."""
-    from .keywords import KEYWORDS
-
     return key.lower() if key.upper() in KEYWORDS else key
 
 

@@ -16,8 +16,8 @@ import re
 import yaml
 
 from .keywords import KEYWORDS, NAME_CONTAINERS
+from .lineparts import split_list
 from .outline import Node
-from .sections._common import split_list
 
 
 def keyword_case(key: str, fmt: str, name: bool = False) -> str:
@@ -39,11 +39,6 @@ def to_abl(root: Node) -> str:
     for node in root.children:
         _abl_node(node, 0, out)
     return "\n".join(out) + "\n"
-
-
-def _child_names(node: Node, child: Node) -> bool:
-    """Whether `child`'s key (or, for an item, its first key) under `node` is a name."""
-    return _holds_names(node)
 
 
 def _abl_scalar(node: Node) -> str:

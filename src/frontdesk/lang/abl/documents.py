@@ -7,22 +7,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from frontdesk.diagnostics import DiagnosticBag, Span, did_you_mean
+from frontdesk.textutil import cut
 
 from . import codes
+from .keywords import KEYWORDS, SECTIONS
 from .outline import MAX_NESTING, Node, nesting_too_deep, read_outline
 
-ABL_SUFFIXES = (".agent.abl", ".tools.abl", ".behavior_profile.abl", ".abl", ".agent.yaml", ".agent.yml")
 MAX_FILE_BYTES = 2_000_000
 
-# Top-level sections of an agent or supervisor document (spec §2, §3, §5), in canonical spelling.
-SECTIONS = (
-    "AGENT", "SUPERVISOR", "GOAL", "PERSONA", "LIMITATIONS", "INSTRUCTIONS", "TOOLS", "ENTITIES",
-    "LOOKUP_TABLES", "NLU", "INTENTS", "MULTI_INTENT", "MESSAGES", "TESTS", "GATHER", "MEMORY",
-    "CONSTRAINTS", "GUARDRAILS", "TEMPLATES", "BEHAVIOR_PROFILES", "USE", "FLOW", "DELEGATE",
-    "HANDOFF", "ESCALATE", "COMPLETE", "ON_ERROR", "EXECUTION", "HOOKS", "ON_START", "ACTION_HANDLERS",
-    "RESPOND_ACTIONS", "AGENTS", "ROUTING", "HANDOFF_PROTOCOL", "BEHAVIOR_PROFILE", "DESCRIPTION",
-    "VERSION", "MODE", "DIGRESSIONS",
-)
 HEADERS = ("AGENT", "SUPERVISOR", "BEHAVIOR_PROFILE")
 
 
@@ -86,7 +78,8 @@ def _check_sections(doc: Document, bag: DiagnosticBag) -> None:
         if node.key is None:
             if node.value and node.value.upper().startswith("USE BEHAVIOR_PROFILE"):
                 continue
-            bag.error(codes.SYNTAX, f"'{_short(node.value)}' is not a section", node.span,
+            line = cut((node.value or "").strip(), 40, "...")
+            bag.error(codes.SYNTAX, f"'{line}' is not a section", node.span,
                       hint="a document is made of sections such as GOAL: or TOOLS:")
             continue
         canonical = node.key.upper()
@@ -137,11 +130,6 @@ def _identify(doc: Document, bag: DiagnosticBag) -> None:
     else:
         bag.error(codes.MISSING_HEADER, f"{doc.shown} is empty", Span(file=doc.shown, line=1, column=1),
                   hint="start the document with AGENT: Name or SUPERVISOR: Name")
-
-
-def _short(text: str | None, limit: int = 40) -> str:
-    text = (text or "").strip()
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 # ---- .agent.yaml ------------------------------------------------------------------------------------
@@ -274,8 +262,6 @@ _RULE_KINDS = ("require", "warn", "limit", "restrict")
 
 def _takes_value(key: str | None) -> bool:
     """Whether `value:` under this key is the key's own value (`call: {value: get_balance, with: ...}`)."""
-    from .keywords import KEYWORDS
-
     return key is not None and key.upper() in KEYWORDS
 
 

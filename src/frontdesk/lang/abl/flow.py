@@ -52,17 +52,12 @@ from frontdesk.ir.models import (
 
 from . import codes
 from .context import SESSION, SectionContext
+from .keywords import STEP_KEYS
+from .lineparts import split_list
 from .outline import Node
-from .sections._common import split_list
 
 COMPLETE = "COMPLETE"
 COMPLETE_NODE = "__complete"
-STEP_KEYS = (
-    "REASONING", "INSTRUCTIONS", "RESPOND", "PRESENT", "COLLECT", "PROMPT", "GATHER", "STRATEGY", "CORRECTIONS",
-    "COMPLETE_WHEN", "ON_INPUT", "DIGRESSIONS", "SUB_INTENTS", "CALL", "WITH", "AS", "ON_SUCCESS", "ON_FAIL",
-    "ON_RESULT", "SET", "CLEAR", "TRANSFORM", "THEN", "GOTO", "DELEGATE", "HANDOFF", "ESCALATE", "DESCRIPTION",
-    "TOOLS", "GOAL", "ACTIONS", "TEMPLATE", "VOICE", "CALL_WITH", "RICH_CONTENT", "BUTTONS",
-)
 # step keys with no node of their own yet: their values are kept in the agent's rules.metadata["steps"]
 _KEPT_AS_DATA = ("STRATEGY", "CORRECTIONS", "VOICE", "ACTIONS", "DESCRIPTION", "TOOLS", "TEMPLATE", "RICH_CONTENT",
                  "BUTTONS", "INSTRUCTIONS", "REASONING")
@@ -70,13 +65,6 @@ _CALL = re.compile(r"^\s*(?P<name>[A-Za-z_]\w*)\s*(\((?P<args>.*)\))?\s*$", re.D
 _TRANSFORM = re.compile(r"^\s*(?P<src>.+?)\s+AS\s+(?P<var>[A-Za-z_]\w*)\s+INTO\s+(?P<dst>[A-Za-z_]\w*)\s*$",
                         re.IGNORECASE)
 _ASSIGN = re.compile(r"^\s*(?P<name>[A-Za-z_][\w.]*)\s*=(?!=)\s*(?P<value>.+)$", re.DOTALL)
-
-
-@dataclass
-class _Step:
-    name: str
-    node: Node
-    nodes: list = field(default_factory=list)  # (id, node) in order; `next` is linked at the end
 
 
 @dataclass
@@ -172,7 +160,8 @@ def compile_flow(section: Node, ctx: SectionContext, rules: AgentRules, instruct
             if isinstance(n, ListenNode):
                 n.corrects = list(b.corrects)
     _said_errors_are_messages(b)
-    graph = StepGraph(entry=b.order[0], nodes=b.nodes, labels={name: name for name in b.order})
+    graph = StepGraph(entry=b.order[0], nodes=b.nodes, labels={name: name for name in b.order},
+                      complete=COMPLETE_NODE)
     from .sections.gather import profile_fields
 
     profile_fields(rules, ctx)  # GATHER_OVERRIDES, now that every field of the flow is known
@@ -669,10 +658,10 @@ def _gather(b: _FlowBuilder, step: str, fields: list[GatherField], props: dict[s
                                                                                     target=gathered.id)]))
     agains: list[JumpNode] = []
 
-    def question(text: str, where) -> tuple[SayNode, ListenNode, JumpNode]:
-        ask = SayNode(id=b.new_id(step, text), text=ctx.template(where[0], where[1]))
+    def question(text: str, where, field: str) -> tuple[SayNode, ListenNode, JumpNode]:
+        ask = SayNode(id=b.new_id(step, text), text=ctx.template(where[0], where[1]), asks=field)
         listen = ListenNode(id=b.new_id(step, "listen"), extracts=names, strategy=strategy_name,
-                            on_invalid=on_invalid)
+                            on_invalid=on_invalid, step=step)
         again = JumpNode(id=b.new_id(step, "again"), target="", target_name=step)
         ask.next, listen.next = listen.id, again.id
         escapes = _digressions(b, step, props, listen)
@@ -688,14 +677,14 @@ def _gather(b: _FlowBuilder, step: str, fields: list[GatherField], props: dict[s
 
     for f in asked:
         ask, _, _ = question(f"ask_{f.name}_", (f.prompt or step_prompt or f"What is your {f.name.replace('_', ' ')}?",
-                                                prompt_node))
+                                                prompt_node), f.name)
         condition = ExprCondition(source=_settled_source(f), expr=_settled(f))
         if required and not f.required:  # asked only while a profile requires it (the runtime checks)
             condition = ExprCondition(source=f"{f.name} is optional unless a profile requires it", expr=Lit(value=True))
         out.append(BranchNode(id=b.new_id(step, f"has_{f.name}_"), cases=[BranchCase(condition=condition, target="")],
-                              otherwise=ask.id))
+                              otherwise=ask.id, settles=f.name))
     if done is not None:
-        ask, _, _ = question("ask_more_", (step_prompt or "Is there anything else you can tell me?", prompt_node))
+        ask, _, _ = question("ask_more_", (step_prompt or "Is there anything else you can tell me?", prompt_node), "")
         out.append(BranchNode(id=b.new_id(step, "complete_when"), cases=[BranchCase(condition=done, target="")],
                               otherwise=ask.id))
     for again in agains:  # after an answer, everything is checked again (a correction may undo a field)

@@ -2,9 +2,22 @@
 
 from __future__ import annotations
 
-from .documents import SECTIONS
-from .flow import STEP_KEYS
-
+# Top-level sections of an agent or supervisor document (spec §2, §3, §5), in canonical spelling.
+SECTIONS = (
+    "AGENT", "SUPERVISOR", "GOAL", "PERSONA", "LIMITATIONS", "INSTRUCTIONS", "TOOLS", "ENTITIES",
+    "LOOKUP_TABLES", "NLU", "INTENTS", "MULTI_INTENT", "MESSAGES", "TESTS", "GATHER", "MEMORY",
+    "CONSTRAINTS", "GUARDRAILS", "TEMPLATES", "BEHAVIOR_PROFILES", "USE", "FLOW", "DELEGATE",
+    "HANDOFF", "ESCALATE", "COMPLETE", "ON_ERROR", "EXECUTION", "HOOKS", "ON_START", "ACTION_HANDLERS",
+    "RESPOND_ACTIONS", "AGENTS", "ROUTING", "HANDOFF_PROTOCOL", "BEHAVIOR_PROFILE", "DESCRIPTION",
+    "VERSION", "MODE", "DIGRESSIONS",
+)
+# Keys of a FLOW step.
+STEP_KEYS = (
+    "REASONING", "INSTRUCTIONS", "RESPOND", "PRESENT", "COLLECT", "PROMPT", "GATHER", "STRATEGY", "CORRECTIONS",
+    "COMPLETE_WHEN", "ON_INPUT", "DIGRESSIONS", "SUB_INTENTS", "CALL", "WITH", "AS", "ON_SUCCESS", "ON_FAIL",
+    "ON_RESULT", "SET", "CLEAR", "TRANSFORM", "THEN", "GOTO", "DELEGATE", "HANDOFF", "ESCALATE", "DESCRIPTION",
+    "TOOLS", "GOAL", "ACTIONS", "TEMPLATE", "VOICE", "CALL_WITH", "RICH_CONTENT", "BUTTONS",
+)
 # Keys ABL writes in capitals below the top level (spec §3), besides sections and step keys.
 NESTED_KEYWORDS = (
     "TO", "WHEN", "CONTEXT", "RETURN", "ON_RETURN", "AGENT", "PURPOSE", "INPUT", "RETURNS", "USE_RESULT", "PASS",

@@ -6,7 +6,8 @@ import os
 import stat
 from pathlib import Path
 
-from frontdesk.analysis import AnalysisCodes, analyze_program
+from frontdesk.analysis import analyze_program
+from frontdesk.analysis.codes import ADL_ANALYSIS_CODES
 from frontdesk.analysis.listen import annotate_listens
 from frontdesk.lang.adl.conventions import apply_adl_conventions
 from frontdesk.diagnostics import Diagnostic, DiagnosticBag, Span
@@ -21,12 +22,6 @@ from .tools import ToolCatalog, default_tool_files, discover_tools
 __all__ = ["load_adl", "ADL_ANALYSIS_CODES"]
 
 ADL_SUFFIXES = (".yml", ".yaml")
-ADL_ANALYSIS_CODES = AnalysisCodes(
-    unreachable=codes.UNREACHABLE_STEP,
-    recursion=codes.RECURSION,
-    unused_subflow=codes.UNUSED_SUBFLOW,
-    unused_agent=codes.UNUSED_AGENT,
-)
 
 
 def load_adl(path: str | Path) -> tuple[Program | None, list[Diagnostic]]:

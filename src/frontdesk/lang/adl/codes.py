@@ -43,11 +43,14 @@ UNREFERENCEABLE_ARG = "ADL044"
 IGNORED_TRIES = "ADL045"
 BAD_STRATEGY = "ADL046"
 BAD_GUARDRAIL = "ADL047"
-# Language-independent checks (frontdesk.analysis) report with these codes for ADL programs.
-UNREACHABLE_STEP = "ADL040"
-RECURSION = "ADL041"
-UNUSED_SUBFLOW = "ADL042"
-UNUSED_AGENT = "ADL043"
+# Language-independent checks (frontdesk.analysis) report with these codes for ADL programs:
+# ADL040-ADL043, set in frontdesk.analysis.codes (the checks know them without the front end).
+from frontdesk.analysis.codes import ADL_ANALYSIS_CODES  # noqa: E402
+
+UNREACHABLE_STEP = ADL_ANALYSIS_CODES.unreachable  # ADL040
+RECURSION = ADL_ANALYSIS_CODES.recursion  # ADL041
+UNUSED_SUBFLOW = ADL_ANALYSIS_CODES.unused_subflow  # ADL042
+UNUSED_AGENT = ADL_ANALYSIS_CODES.unused_agent  # ADL043
 
 
 from frontdesk.yamlsource.codes import YamlCodes  # noqa: E402

@@ -10,12 +10,17 @@ instead, and this pass says which one each reference means:
 - a member argument bound with `ref` to its ensemble's argument is another name for it
   (`ArgDef.bound_to`, followed through nested ensembles);
 - a tool that succeeds sets its caller's arguments of the same names as the values it returns
-  (`AgentBase.tool_outputs`).
+  (`AgentBase.tool_outputs`);
+- its dialogue is the runtime's plain one (`AgentBase.policy`, the `DialoguePolicy` defaults): a flow
+  back at a question it asked refuses the values read from the earlier answer, arguments live in the
+  agent's own variables and are kept across activations, a handoff shows the conversation as it is,
+  an ensemble's member hands back through its own policy, a reasoning agent's model sees its own text.
 """
 
 from __future__ import annotations
 
 from frontdesk.ir.models import (
+    DialoguePolicy,
     FlowAgent,
     InvokeNode,
     Program,
@@ -28,6 +33,7 @@ from frontdesk.ir.models import (
 from frontdesk.ir.walk import refs_in
 
 RESULT_NAMES = ("status", "message", "success", "error")
+ADL_POLICY = DialoguePolicy()  # ADL adds no dialogue conventions of its own: the runtime's plain behaviour
 
 
 def apply_adl_conventions(program: Program) -> Program:
@@ -45,6 +51,7 @@ def apply_adl_conventions(program: Program) -> Program:
             for ref in refs_in(graph):
                 _place(ref, agent.name, subflows, tools, program)
         _tool_outputs(agent, program)
+        agent.policy = ADL_POLICY.model_copy()
     return program
 
 

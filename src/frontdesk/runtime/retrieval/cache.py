@@ -18,7 +18,7 @@ from frontdesk.runtime.retrieval.chunking import chunk_documents
 from frontdesk.runtime.retrieval.documents import Chunk, Document
 from frontdesk.runtime.retrieval.embedding import as_unit_rows
 from frontdesk.runtime.retrieval.fetch import Fetcher
-from frontdesk.runtime.retrieval.lexical import BM25_TOKENIZER
+from frontdesk.nlu.terms import BM25_TOKENIZER
 from frontdesk.runtime.retrieval.progress import CACHED, report
 from frontdesk.runtime.retrieval.sources import load_source, load_sources
 

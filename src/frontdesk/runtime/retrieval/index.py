@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from frontdesk.ir.models import FaqEntry, KnowledgeAgent
+from frontdesk.nlu.terms import bm25_tokenize
 from frontdesk.runtime.retrieval.cache import build_with_cache
 from frontdesk.runtime.retrieval.chunking import (
     DEFAULT_CHUNK_CHARS,
@@ -51,7 +52,6 @@ from frontdesk.runtime.retrieval.embedding import (
 from frontdesk.runtime.retrieval.fetch import DEFAULT_TIMEOUT, Fetcher, default_fetcher
 from frontdesk.runtime.retrieval.lexical import (
     NEGATION_MISMATCH_FACTOR,
-    bm25_tokenize,
     faq_similarity,
     negation_mismatch,
 )

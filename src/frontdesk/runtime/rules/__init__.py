@@ -1,8 +1,9 @@
 """An agent's declared rules at run time: CONSTRAINTS, GUARDRAILS, TEMPLATES, MEMORY recall and remember,
 BEHAVIOR_PROFILES, HOOKS, ACTION_HANDLERS and what ON_ERROR does after its retries.
 
-The engine installs `RulesHook` first in the pipeline of every program with ABL agents. It applies the
-rules of the agents on the stack (the active one and the routers and callers below it), and of the
+The engine installs `RulesHook` first in the pipeline of every program whose agents declare rules
+(`declares_rules`); it is one hook among others, at the pipeline's points (runtime/pipeline.py). It applies
+the rules of the agents on the stack (the active one and the routers and callers below it), and of the
 agents that spoke this turn:
 
 - `input_received`: input guardrails (a guardrail that fires blocks the message, or warns, redacts,
@@ -12,9 +13,11 @@ agents that spoke this turn:
   <tool>` constraints and tool_input guardrails: a failure answers the call with an error result instead
   of running the tool;
 - `after_tool`: tool_output guardrails;
-- the flow executor calls `step_checkpoint` when a flow leaves one step for another, the engine calls
-  `before_done` when an agent is about to finish and `after_drive` when the agents have run (constraints,
-  the ON_FAIL / ON_ERROR actions waiting, `after_turn` HOOKS);
+- `context_opened`: lifecycle events of the turn (or of a fan_out task) drive recall and agent hooks;
+- `before_done` (an agent is about to finish: its constraints), `before_handoff` (handoff guardrails) and
+  `after_drive` (the agents have run: constraints, the ON_FAIL / ON_ERROR actions waiting, which may
+  hand over and drive the agents again, and the `after_turn` HOOKS); the flow executor calls
+  `step_checkpoint` when a flow leaves one step for another;
 - `output_ready`: constraints about the reply, then output guardrails on what the bot drafted;
 - `turn_end`: MEMORY remember triggers.
 
@@ -32,7 +35,10 @@ evaluated is an `error` event and passes.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from frontdesk.ir.models import Program, ReasoningAgent
+from frontdesk.runtime.tools import ToolResult
 
 from . import constraints, guardrails, hooks
 from ._base import (
@@ -47,7 +53,6 @@ from ._base import (
     rules_in_play,
     rules_of,
     system_vars,
-    turn_rules,
 )
 from .constraints import step_checkpoint
 from .hooks import after_error, run_hook
@@ -72,28 +77,30 @@ from .templates import (
 )
 
 if TYPE_CHECKING:  # pragma: no cover
-    from frontdesk.runtime.context import Outcome, TurnContext
-    from frontdesk.runtime.pipeline import IncomingMessage, Outgoing, PendingToolCall
-    from frontdesk.runtime.state import Frame
-    from frontdesk.runtime.tools import ToolResult
+    from frontdesk.runtime.context import TurnContext
+    from frontdesk.runtime.pipeline import Finishing, IncomingMessage, Outgoing, PendingHandoff, PendingToolCall
 
 __all__ = [
     "BLOCKED", "CHANNEL_VARIANTS", "CONSTRAINT_BLOCKED", "COUNTERS", "ESCALATION_NOTICE", "MAX_REDRIVES",
     "MESSAGE_NAMES", "NOT_ALLOWED", "REDACTED", "RulesHook", "Violation", "action_text", "active_profiles",
-    "added_tools", "after_error", "effective_profile", "find_template", "hidden_tools", "memory_context",
-    "message", "profile_instructions", "remember", "render_named", "render_text", "step_checkpoint",
-    "system_vars", "template_variant",
+    "added_tools", "after_error", "declares_rules", "effective_profile", "find_template", "hidden_tools",
+    "memory_context", "message", "profile_instructions", "remember", "render_named", "render_text",
+    "step_checkpoint", "system_vars", "template_variant",
 ]
 
 
+def declares_rules(program: Program) -> bool:
+    """Whether the rules of any agent ride the turn pipeline (its policy's `rules_hook`, ABL's)."""
+    return any(agent.policy.rules_hook for agent in program.agents.values())
+
+
 class RulesHook:
-    """An agent's declared rules at the pipeline's interception points and the engine's turn points."""
+    """An agent's declared rules at the pipeline's points, where the engine drives the agents included."""
 
     name = "rules"
 
-    def attach(self, ctx: TurnContext, engine: Any) -> None:
-        """Called by the engine for every turn's context: lifecycle events drive recall and agent hooks."""
-        turn_rules(ctx).engine = engine
+    def context_opened(self, ctx: TurnContext) -> None:
+        """Every turn's context, and each fan_out task's: lifecycle events drive recall and agent hooks."""
         ctx.log.subscribe(lambda event: hooks.on_event(ctx, event))
 
     # ---- the pipeline's interception points ---------------------------------------------------------
@@ -107,11 +114,9 @@ class RulesHook:
         hooks.hooks_at(ctx, "before_turn")
 
     def before_tool(self, ctx: TurnContext, call: PendingToolCall) -> None:
-        from frontdesk.runtime.tools import ToolResult
-
         caller = call.caller or ""
         caller_rules = rules_of(ctx, caller)
-        if caller_rules is not None and caller_rules.profiles:
+        if caller_rules.profiles:
             own = _own_tools(ctx, caller)  # a flow's CALL is the author's own: only TOOLS_HIDE applies to it
             unavailable = call.tool in hidden_tools(caller, ctx) or (
                 own is not None and call.tool in profile_only_tools(caller_rules) and call.tool not in own
@@ -137,17 +142,19 @@ class RulesHook:
     def turn_end(self, ctx: TurnContext) -> None:
         remember_triggers(ctx)
 
-    # ---- the engine's turn points ---------------------------------------------------------------------
+    # ---- where the engine drives the agents ----------------------------------------------------------
 
-    def before_done(self, frame: Frame, outcome: Outcome, ctx: TurnContext, engine: Any) -> str:
-        return constraints.before_done(frame, outcome, ctx, engine)
+    def before_done(self, ctx: TurnContext, finishing: Finishing) -> None:
+        constraints.before_done(ctx, finishing)
 
-    def after_drive(self, ctx: TurnContext, engine: Any) -> None:
-        constraints.end_of_turn(ctx, engine)
+    def after_drive(self, ctx: TurnContext) -> None:
+        constraints.end_of_turn(ctx)
         hooks.hooks_at(ctx, "after_turn")
 
-    def handoff_allowed(self, frame: Frame, outcome: Outcome, ctx: TurnContext) -> bool:
-        return guardrails.handoff_allowed(frame, outcome, ctx)
+    def before_handoff(self, ctx: TurnContext, handoff: PendingHandoff) -> None:
+        # the guardrails read the target (`frame`) and may repair the summary passed (`message`)
+        if not guardrails.handoff_allowed(handoff.source, handoff, ctx):
+            handoff.stop()
 
     def run_hook(self, ctx: TurnContext, agent: str, hook) -> None:
         run_hook(ctx, agent, hook)
@@ -155,7 +162,5 @@ class RulesHook:
 
 def _own_tools(ctx: TurnContext, agent: str) -> list[str] | None:
     """The tools a reasoning agent declares; None for other agents."""
-    from frontdesk.ir.models import ReasoningAgent
-
     found = ctx.program.agents.get(agent)
     return list(found.tools) if isinstance(found, ReasoningAgent) else None

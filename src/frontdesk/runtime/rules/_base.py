@@ -8,6 +8,7 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from frontdesk.expr import EvalError
 from frontdesk.ir.behaviour import Action, AgentRules, Guardrail
 from frontdesk.ir.expr import ExprCondition, Ref
 from frontdesk.runtime.events import register_event_type
@@ -51,7 +52,6 @@ class TurnRules:
     failed: set[tuple[str, str]] = field(default_factory=set)  # rules whose ON_FAIL ran this turn
     pending: list[Violation] = field(default_factory=list)  # actions carried out once the agents ran
     redrives: int = 0
-    engine: Any = None
     profiles: dict[str, list[str]] = field(default_factory=dict)  # agent -> active profiles reported
 
 
@@ -91,9 +91,13 @@ def set_system(ctx: TurnContext, agent: str | None, name: str, value: Any, why: 
 # ---- which rules apply ----------------------------------------------------------------------------------
 
 
-def rules_of(ctx: TurnContext, agent: str | None) -> AgentRules | None:
+_NO_RULES = AgentRules()  # what a name that is no agent of the program declares (never changed)
+
+
+def rules_of(ctx: TurnContext, agent: str | None) -> AgentRules:
+    """The rules agent `agent` declares (empty when it declares none, or is no agent of the program)."""
     found = ctx.program.agents.get(agent) if agent else None
-    return getattr(found, "rules", None)
+    return found.rules if found is not None else _NO_RULES
 
 
 def rules_in_play(ctx: TurnContext, also: list[str] | None = None) -> list[tuple[str, AgentRules]]:
@@ -104,7 +108,7 @@ def rules_in_play(ctx: TurnContext, also: list[str] | None = None) -> list[tuple
     names = [f.agent for f in reversed(ctx.state.stack)] + [m.agent for m in ctx.said if m.agent] + (also or [])
     for name in names:
         agent = ctx.program.agents.get(name)
-        if agent is None or agent.rules is None or agent.name in seen:
+        if agent is None or agent.name in seen:
             continue
         seen.add(agent.name)
         out.append((agent.name, agent.rules))
@@ -118,8 +122,7 @@ def guardrails_of(rules: AgentRules, kind: str) -> list[Guardrail]:
 def declares(ctx: TurnContext, agent: str, name: str) -> bool:
     """Whether the agent declares `name` as a session variable or a GATHER field."""
     rules = rules_of(ctx, agent)
-    return rules is not None and (any(v.name == name for v in rules.memory.session)
-                                  or any(f.name == name for f in rules.gather))
+    return any(v.name == name for v in rules.memory.session) or any(f.name == name for f in rules.gather)
 
 
 # ---- reading and writing safely -------------------------------------------------------------------------
@@ -155,8 +158,6 @@ def condition(ctx: TurnContext, agent: str, cond, where: str, extras: dict[str, 
 
 def evaluate(ctx: TurnContext, agent: str, expr) -> Any:
     """An expression's value; None (and a warning event) when it cannot be evaluated."""
-    from frontdesk.expr import EvalError
-
     try:
         return ctx.eval(expr, agent)
     except EvalError as exc:

@@ -27,10 +27,17 @@ and a `warning` event, nothing else happens and `constraint_failures` does not c
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from frontdesk.ir.behaviour import Action, AgentRules, Constraint
-from frontdesk.ir.expr import ExprCondition
+from frontdesk.ir.expr import ExprCondition, IsSet
+from frontdesk.ir.models import FlowAgent, ListenNode, SayNode
+from frontdesk.ir.walk import nodes_in, refs_in
+from frontdesk.runtime import handoff
+from frontdesk.runtime.policies import new_frame
+from frontdesk.runtime.steps import Transfer
+from frontdesk.runtime.tools import ToolResult
 
 from ._base import (
     CONSTRAINT_BLOCKED,
@@ -54,8 +61,8 @@ from .profiles import constraints_of
 from .templates import action_text, message
 
 if TYPE_CHECKING:  # pragma: no cover
-    from frontdesk.runtime.context import Outcome, TurnContext
-    from frontdesk.runtime.pipeline import Outgoing, PendingToolCall
+    from frontdesk.runtime.context import TurnContext
+    from frontdesk.runtime.pipeline import Finishing, Outgoing, PendingToolCall
     from frontdesk.runtime.state import Frame
 
 
@@ -107,8 +114,6 @@ def check(ctx: TurnContext, agent: str, constraint: Constraint, extras: dict[str
 
 def reads(constraint: Constraint, name: str) -> bool:
     """Whether the rule's condition reads the variable `name` (`response`)."""
-    from frontdesk.ir.walk import refs_in
-
     cond = constraint.condition
     return isinstance(cond, ExprCondition) and any(r.space == "var" and r.name == name for r in refs_in(cond.expr))
 
@@ -116,9 +121,6 @@ def reads(constraint: Constraint, name: str) -> bool:
 def not_yet(ctx: TurnContext, agent: str, constraint: Constraint) -> bool:
     """A rule about values nobody has given yet (`refund_amount <= 1000` before the amount is known)
     does not apply yet; one that asks whether a value is set (IS SET) always does."""
-    from frontdesk.ir.expr import IsSet
-    from frontdesk.ir.walk import nodes_in, refs_in
-
     cond = constraint.condition
     if not isinstance(cond, ExprCondition) or next(nodes_in(cond.expr, IsSet), None) is not None:
         return False
@@ -173,13 +175,11 @@ def carry_out_now(ctx: TurnContext, violation: Violation, checkpoint: str) -> st
     return text
 
 
-def carry_out(ctx: TurnContext, violation: Violation, engine: Any, frame: Frame | None,
-              finishing: Outcome | None = None) -> str:
-    """Carry out a violation's action at the engine's level: "go", "continue" (the stack changed) or
-    "stop" (escalated: the turn ends)."""
-    from frontdesk.runtime.context import Outcome
-    from frontdesk.runtime.policies import new_frame
-
+def carry_out(ctx: TurnContext, violation: Violation, frame: Frame | None,
+              finishing: Finishing | None = None) -> str:
+    """Carry out a violation's action where the engine drives the agents (runtime/handoff.py): "go",
+    "continue" (the stack changed) or "stop" (escalated: the turn ends). A BLOCK makes the result of
+    an agent `finishing` an error."""
     action = violation.action
     agent = violation.agent
     if action.escalate and ctx.state.status == "escalated" and not violation.text:
@@ -196,7 +196,7 @@ def carry_out(ctx: TurnContext, violation: Violation, engine: Any, frame: Frame 
     if text and not follow_only:
         ctx.say(agent, text)
     if finishing is not None and action.block:
-        finishing.status, finishing.message = "error", text
+        finishing.outcome = replace(finishing.outcome, status="error", message=text)
     if action.escalate:
         if frame is not None and ctx.state.stack and ctx.state.stack[-1] is frame:
             frame.waiting = True
@@ -216,11 +216,11 @@ def carry_out(ctx: TurnContext, violation: Violation, engine: Any, frame: Frame 
             ctx.state.stack.append(child)
             ctx.log.emit("agent_started", target, by=f"ON_FAIL of {agent}")
         elif top.kind == "router":
-            engine._start(child, top.id, top.agent, ctx)
+            handoff.start(ctx, child, top.id, top.agent)
         else:
             if ctx.input.taken_by(top) or ctx.input.offered_to(top):
                 ctx.input.state = "taken"
-            engine._transfer(top, Outcome.transfer(child, resume=bool(action.delegate)), ctx)
+            handoff.transfer(ctx, top, Transfer(child, resume=bool(action.delegate)))
         return "continue"
     if frame is not None and moves_flow(action) and rewind(ctx, frame, action):
         return "continue"
@@ -232,8 +232,6 @@ def carry_out(ctx: TurnContext, violation: Violation, engine: Any, frame: Frame 
 
 def at_tool_call(ctx: TurnContext, agent: str, rules: AgentRules, call: PendingToolCall) -> bool:
     """`BEFORE calling <tool>` rules of one agent; True when one failed (the call is answered with an error)."""
-    from frontdesk.runtime.tools import ToolResult
-
     for constraint in constraints_of(ctx, agent, rules):
         if constraint.checkpoint != "before_tool" or constraint.tool != call.tool:
             continue
@@ -265,7 +263,7 @@ def step_checkpoint(frame: Frame, ctx: TurnContext, step: str) -> bool:
     and the flow is moved (GOTO, COLLECT, RETRY the step it leaves) before the step runs. True when the flow
     was moved: the executor goes on from where it is now."""
     rules = rules_of(ctx, frame.agent)
-    if rules is None or frame.graph != "main" or frame.data.step in (None, step):
+    if frame.graph != "main" or frame.data.step in (None, step):
         return False
     for constraint in every_turn(ctx, frame.agent, rules):
         if constraint.checkpoint != "turn" or not moves_flow(constraint.on_fail):
@@ -283,24 +281,28 @@ def step_checkpoint(frame: Frame, ctx: TurnContext, step: str) -> bool:
     return False
 
 
-def before_done(frame: Frame, outcome: Outcome, ctx: TurnContext, engine: Any) -> str:
+def before_done(ctx: TurnContext, finishing: Finishing) -> None:
     """An agent is about to finish and return its results: its `BEFORE returning results` and every-turn
-    constraints. "go": finish; "continue": the stack changed (a rewind, a handoff), drive on; "stop": the
-    session was escalated."""
+    constraints. The verdict stays "go" (finish), or becomes "continue" (the stack changed: a rewind, a
+    handoff; drive on) or "stop" (the session was escalated)."""
+    frame = finishing.frame
     rules = rules_of(ctx, frame.agent)
-    if rules is None or frame.graph != "main" or outcome.status != "success":
-        return "go"
+    if frame.graph != "main" or finishing.outcome.status != "success":
+        return
     for constraint in every_turn(ctx, frame.agent, rules):
         violation = check(ctx, frame.agent, constraint)
         if violation is None:
             continue
-        verdict = carry_out(ctx, violation, engine, frame, finishing=outcome)
-        if verdict != "go":
-            return verdict
-    return "go"
+        verdict = carry_out(ctx, violation, frame, finishing=finishing)
+        if verdict == "continue":
+            finishing.drive_on()
+            return
+        if verdict == "stop":
+            finishing.stop()
+            return
 
 
-def end_of_turn(ctx: TurnContext, engine: Any) -> None:
+def end_of_turn(ctx: TurnContext) -> None:
     """The agents ran: the ON_FAIL / ON_ERROR actions waiting, and the every-turn constraints of the agents
     in play. A rewind or handoff drives the agents again (at most MAX_REDRIVES times a turn)."""
     turn = turn_rules(ctx)
@@ -317,7 +319,7 @@ def end_of_turn(ctx: TurnContext, engine: Any) -> None:
         redrive = False
         for index, violation in enumerate(violations):
             frame = next((f for f in reversed(ctx.state.stack) if f.agent == violation.agent), None)
-            verdict = carry_out(ctx, violation, engine, frame)
+            verdict = carry_out(ctx, violation, frame)
             if verdict == "continue":
                 redrive = True
                 turn.pending[:0] = violations[index + 1:]  # carried out once the agents ran again
@@ -327,7 +329,7 @@ def end_of_turn(ctx: TurnContext, engine: Any) -> None:
         if not redrive or turn.redrives >= MAX_REDRIVES:
             break
         turn.redrives += 1
-        engine._drive(ctx)
+        handoff.drive_again(ctx)
 
 
 # ---- helpers --------------------------------------------------------------------------------------------
@@ -369,8 +371,6 @@ def drop_drafts(ctx: TurnContext, agent: str, start: int, everyone: bool = False
 def rewind(ctx: TurnContext, frame: Frame, action: Action) -> bool:
     """GOTO / COLLECT / RETRY on a flow: clear the fields to collect again and move the flow to the step
     (GOTO's, else the one asking for the first field, else the current one); True when it moved."""
-    from frontdesk.ir.models import FlowAgent, ListenNode, SayNode
-
     for name in action.collect:
         ctx.write("session", name, None, frame.agent, why="ON_FAIL COLLECT")
     agent = ctx.program.agents.get(frame.agent)

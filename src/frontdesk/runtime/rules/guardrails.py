@@ -24,6 +24,11 @@ import regex
 
 from frontdesk.ir.behaviour import Guardrail
 from frontdesk.ir.expr import Ref
+from frontdesk.ir.models import HandoffNode, ReasoningAgent
+from frontdesk.llm.base import LLMError
+from frontdesk.runtime.pipeline import BotMessage
+from frontdesk.runtime.prompts import guardrail_judge_request, guardrail_reask_request
+from frontdesk.runtime.tools import ToolResult
 
 from ._base import (
     BLOCKED,
@@ -40,7 +45,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from frontdesk.runtime.context import Outcome, TurnContext
     from frontdesk.runtime.pipeline import IncomingMessage, Outgoing, PendingToolCall
     from frontdesk.runtime.state import Frame
-    from frontdesk.runtime.tools import ToolResult
 
 PATTERN_TIMEOUT = 0.25  # seconds one authored pattern may take on one text
 REPAIRS = ("redact", "filter", "fix")
@@ -146,9 +150,6 @@ def judge(ctx: TurnContext, agent: str, guard: Guardrail, content: str) -> bool 
     """Ask the model the guardrail's yes/no question about the content; None when it cannot."""
     if ctx.llm is None:
         return None
-    from frontdesk.llm.base import LLMError
-    from frontdesk.runtime.prompts import guardrail_judge_request
-
     request = guardrail_judge_request(agent, guard.kind, guard.llm_check or "", content)
     try:
         response = ctx.complete(request, agent)
@@ -190,10 +191,6 @@ def apply(ctx: TurnContext, agent: str, guard: Guardrail) -> str | None:
 def reask(ctx: TurnContext, agent: str, guard: Guardrail, draft) -> bool:
     """A model's reply that fired the guardrail is written again once, with the guardrail's feedback;
     True when the new reply passes (it replaces the draft)."""
-    from frontdesk.ir.models import ReasoningAgent
-    from frontdesk.llm.base import LLMError
-    from frontdesk.runtime.prompts import guardrail_reask_request
-
     by_model = isinstance(ctx.program.agents.get(getattr(draft, "by", None) or draft.agent or ""), ReasoningAgent)
     if not by_model or ctx.llm is None:
         return False
@@ -289,8 +286,6 @@ def at_input(ctx: TurnContext, message_in: IncomingMessage) -> None:
 
 def at_tool_input(ctx: TurnContext, agent: str, rules, call: PendingToolCall) -> bool:
     """tool_input guardrails of one agent; True when the call was answered (the tool does not run)."""
-    from frontdesk.runtime.tools import ToolResult
-
     for guard in guardrails_of(rules, "tool_input"):
         variables = {"tool_input": call.args, "content": as_text(call.args), "tool": call.tool}
         if not fires(ctx, agent, guard, variables):
@@ -310,8 +305,6 @@ def at_tool_input(ctx: TurnContext, agent: str, rules, call: PendingToolCall) ->
 
 def at_tool_output(ctx: TurnContext, call: PendingToolCall, result: ToolResult) -> ToolResult | None:
     """tool_output guardrails: the result repaired, or replaced by an error; None when it stands."""
-    from frontdesk.runtime.tools import ToolResult
-
     for agent, rules in rules_in_play(ctx):
         for guard in guardrails_of(rules, "tool_output"):
             value = result.value if result.value is not None else result.args
@@ -333,8 +326,6 @@ def at_tool_output(ctx: TurnContext, call: PendingToolCall, result: ToolResult) 
 
 def at_output(ctx: TurnContext, agent: str, rules, out: Outgoing) -> bool:
     """Output guardrails of one agent on the drafts; True when they were all replaced (stop checking)."""
-    from frontdesk.runtime.context import BotMessage
-
     for guard in guardrails_of(rules, "output"):
         for draft in list(out.messages):
             if draft not in out.messages:
@@ -361,7 +352,7 @@ def at_output(ctx: TurnContext, agent: str, rules, out: Outgoing) -> bool:
 def handoff_allowed(frame: Frame, outcome: Outcome, ctx: TurnContext) -> bool:
     """handoff guardrails of the agent handing over, on what it passes (summary and values)."""
     rules = rules_of(ctx, frame.agent)
-    if rules is None or outcome.frame is None:
+    if outcome.frame is None:
         return True
     target = outcome.frame.agent
     passed = handoff_context(ctx, frame.agent, target)
@@ -390,8 +381,6 @@ def handoff_allowed(frame: Frame, outcome: Outcome, ctx: TurnContext) -> bool:
 def handoff_context(ctx: TurnContext, agent: str, target: str) -> dict[str, Any]:
     """The values an agent passes with a handoff to `target` (CONTEXT.pass of its flow's handoff steps,
     or of its HANDOFF declarations), as they are now."""
-    from frontdesk.ir.models import HandoffNode
-
     declaring = ctx.program.agents.get(agent)
     names: list[str] = []
     values: dict[str, Any] = {}

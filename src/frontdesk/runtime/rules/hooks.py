@@ -113,8 +113,7 @@ def _lifecycle(ctx: TurnContext, event: Event) -> None:
 
 
 def _agent_hooks(ctx: TurnContext, agent: str, event: str) -> None:
-    rules = rules_of(ctx, agent)
-    for hook in rules.hooks if rules is not None else []:
+    for hook in rules_of(ctx, agent).hooks:
         if hook.event == event:
             run_hook(ctx, agent, hook)
 

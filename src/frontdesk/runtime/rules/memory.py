@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from frontdesk.ir.expr import ExprCondition, Ref
+from frontdesk.expr import EvalError, is_true
+from frontdesk.ir.expr import ExprCondition, Ref, memory_ref
 
 from ._base import declares, rules_in_play, rules_of, set_system, system_vars
 
@@ -25,8 +26,6 @@ def memory_context(agent: str, ctx: TurnContext) -> str:
 
 def remember(ctx: TurnContext, agent: str, target: str, value: Any) -> None:
     """Store `value` at a persistent path (`user.past_bookings`): a list there gets it appended (once)."""
-    from frontdesk.ir.expr import memory_ref
-
     ref = memory_ref(target)
     if ref is None:
         ctx.log.emit("warning", agent, where="remember", message=f"{target} is not a persistent memory path")
@@ -43,8 +42,6 @@ def remember(ctx: TurnContext, agent: str, target: str, value: Any) -> None:
 
 def remember_triggers(ctx: TurnContext) -> None:
     """MEMORY remember triggers: when a rule's condition holds, its value is stored."""
-    from frontdesk.expr import EvalError, is_true
-
     for agent, rules in rules_in_play(ctx):
         for rule in rules.memory.remember:
             if not isinstance(rule.when, ExprCondition):
@@ -63,8 +60,7 @@ def remember_triggers(ctx: TurnContext) -> None:
 def reset_per_step(ctx: TurnContext, agent: str) -> None:
     """The agent's session variables declared `RESET: per_step` are step-scoped: each time its flow enters
     a step they get their INITIAL value again (or none)."""
-    rules = rules_of(ctx, agent)
-    for var in rules.memory.session if rules is not None else []:
+    for var in rules_of(ctx, agent).memory.session:
         if var.reset != "per_step":
             continue
         ref = Ref(scope="session", name=var.name)
@@ -74,13 +70,10 @@ def reset_per_step(ctx: TurnContext, agent: str) -> None:
 
 def recall_at(ctx: TurnContext, events: list[str], only: str | None = None) -> None:
     """Recall rules listening for these events: stored values are loaded into the session."""
-    from frontdesk.ir.expr import memory_ref
-
     owners = [(a, r) for a, r in rules_in_play(ctx) if only is None or a == only]
     if not owners and ctx.program.entry in ctx.program.agents:
         entry = ctx.program.agents[ctx.program.entry]
-        if entry.rules is not None:
-            owners = [(entry.name, entry.rules)]
+        owners = [(entry.name, entry.rules)]
     for agent, rules in owners:
         for rule in rules.memory.recall:
             if rule.on not in events:

@@ -20,7 +20,7 @@ def active_profiles(agent: str, ctx: TurnContext) -> list[BehaviorProfile]:
     """The agent's behaviour profiles whose WHEN holds now, highest PRIORITY first (a WHEN that fails to
     evaluate is an error event and leaves its profile out)."""
     rules = rules_of(ctx, agent)
-    if rules is None or not rules.profiles:
+    if not rules.profiles:
         return []
     active = [p for p in rules.profiles
               if p.when is None or condition(ctx, agent, p.when, f"profile {p.name}", default=False)]
@@ -70,16 +70,14 @@ def effective_profile(agent: str, ctx: TurnContext) -> dict[str, Any]:
 
 def hidden_tools(agent: str, ctx: TurnContext) -> set[str]:
     """The tools the active profiles hide from the agent (TOOLS_HIDE)."""
-    rules = rules_of(ctx, agent)
-    if rules is None or not rules.profiles:
+    if not rules_of(ctx, agent).profiles:
         return set()
     return set(effective_profile(agent, ctx)["tools_hide"])
 
 
 def added_tools(agent: str, ctx: TurnContext) -> list[str]:
     """The tools the active profiles add to the agent (TOOLS_ADD), by name, less those hidden."""
-    rules = rules_of(ctx, agent)
-    if rules is None or not rules.profiles:
+    if not rules_of(ctx, agent).profiles:
         return []
     merged = effective_profile(agent, ctx)
     return [name for name in merged["tools_add"] if name not in merged["tools_hide"]]

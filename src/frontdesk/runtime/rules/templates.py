@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from frontdesk.expr.handlebars import parse_handlebars
 from frontdesk.ir.behaviour import Action, TemplateDef
 from frontdesk.ir.expr import Template
 
@@ -30,9 +31,8 @@ def find_template(ctx: TurnContext, name: str, agent: str | None = None) -> Temp
     owners = [ctx.program.agents.get(agent)] if agent else []
     owners += list(ctx.program.agents.values())
     for owner in owners:
-        rules = getattr(owner, "rules", None)
-        if rules is not None and name in rules.templates:
-            return rules.templates[name]
+        if owner is not None and name in owner.rules.templates:
+            return owner.rules.templates[name]
     return None
 
 
@@ -68,15 +68,12 @@ def render_text(ctx: TurnContext, template: Template | None, agent: str) -> str:
 
 def message(ctx: TurnContext, agent: str, name: str, default: str) -> str:
     """A named runtime message (MESSAGES: name: "text" or TEMPLATE(x)) of the agent, else `default`."""
-    rules = rules_of(ctx, agent)
-    text = rules.messages.get(name) if rules is not None else None
+    text = rules_of(ctx, agent).messages.get(name)
     if not text:
         return default
     ref = _TEMPLATE_REF.match(text)
     if ref is not None:
         return render_named(ctx, ref.group(1), agent) or default
-    from frontdesk.expr.handlebars import parse_handlebars
-
     try:
         return ctx.render(parse_handlebars(text), agent)
     except Exception:  # noqa: BLE001 - checked by the compiler; a bad text is said as written

@@ -134,7 +134,7 @@ def _differs(given: Any, approved: Any) -> bool:
 
 def _answer(ctx: TurnContext, frame: Frame | None) -> str:
     """"yes" or "no" (the message is taken: it was the answer), or "other" (left for the agent)."""
-    from frontdesk.nlu.matcher import polarity
+    from frontdesk.nlu.matcher import polarity  # numpy: only once a confirmation is answered
 
     inp = ctx.input
     if inp.text is None or not (inp.is_open or (frame is not None and inp.offered_to(frame))):

@@ -9,9 +9,9 @@ are sent to the loop and waited for with the call's time limit.
 Errors are results, never exceptions: a server that cannot be started or reached, or that died
 (`connection`; the next call starts it again), a call that takes too long (`timeout`), a tool that
 answers with an error (`raised`), an answer that cannot be read (`bad_result`), an `mcp` package
-that is not installed or a binding that cannot be used (`config`: among them an environment variable
-the operator has not granted, and a folder, command or path argument outside the program's folder;
-see `frontdesk.access`).
+that is not installed (the message names the [mcp] extra) or a binding that cannot be used
+(`config`: among them an environment variable the operator has not granted, and a folder, command
+or path argument outside the program's folder; see `frontdesk.access`).
 
 `close()` ends every session (a stdio server's process is stopped by the SDK) and the loop; the
 tool runner calls it, and it also runs when the interpreter exits.
@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from frontdesk.access import ENV_HOLE, EnvRefused, ProgramEnvironment, mcp_escapes, program_environment
+from frontdesk.extras import install_hint
 from frontdesk.ir.models import McpBinding, McpServer, ToolDef
 
 from .python import Returned
@@ -270,9 +271,9 @@ class McpSessions:
     def call(self, tool: ToolDef, binding: McpBinding, args: dict[str, Any], timeout: float) -> Returned:
         try:
             import mcp  # noqa: F401
-        except ImportError:
-            return Returned(failure=failed("config", f"{tool.name} is served by an MCP server, but the mcp "
-                                           "package is not installed (pip install 'mcp>=2.3,<3')"))
+        except ImportError:  # the [mcp] extra is not installed: a failing tool like any other
+            return Returned(failure=failed("config", install_hint(
+                "mcp", f"{tool.name}, a tool served by an MCP server,", "mcp")))
         spec = binding.server
         missing = [p.name for p in tool.params if p.required and args.get(p.name) is None]
         if missing:

@@ -1,106 +1,192 @@
-"""Checking a tool's value against its `returns`: the part of JSON Schema a tool contract uses.
+"""Checking a tool's value against its `returns`, a JSON Schema, with the `jsonschema` library.
 
-Understood: `type` (one name or a list; "integer" accepts whole floats, "number" any number but
-not a boolean), `enum`, `const`, `properties`, `required`, `additionalProperties` (false or a
-schema), `items`, `minItems`, `maxItems`, `anyOf` / `oneOf` (one of them fits), `nullable`. A type
-name JSON Schema does not know (an ABL "date", a named type such as "Hotel") accepts any value, and
-so does every keyword not listed.
+The schema is read as JSON Schema 2020-12 (`oneOf` means exactly one branch fits), with what tool
+contracts add: a type name JSON Schema does not know (an ABL "date", "any", a named type such as
+"Hotel") accepts any value, and `nullable: true` also accepts null. A `$ref` that points outside
+the schema is never fetched, a `pattern` runs with a time limit, and a schema the library cannot
+use accepts the value. The problem is said in words, at its place in the value: "items[1].price
+is a string, not number".
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable
+from functools import lru_cache
 from typing import Any
 
-_MAX_PROBLEM_DEPTH = 64
+_KNOWN_TYPES = ("string", "number", "integer", "boolean", "array", "object", "null")
+_NULLABLE_KEYWORDS = ("type", "enum", "const", "anyOf", "oneOf", "allOf", "not")
+# keyword -> rank: when a value breaks several, the first in this order is reported
+_ORDER = {k: i for i, k in enumerate(("const", "enum", "anyOf", "oneOf", "type", "required", "properties",
+                                      "additionalProperties", "minItems", "maxItems", "items"))}
+_PATTERN_SECONDS = 0.2  # time limit of one `pattern` match
+_TEXT = 200  # characters of the library's own message kept for keywords said here in its words
 
 
-def schema_problem(value: Any, schema: Any, path: str = "the value", depth: int = 0) -> str | None:
-    """The first way `value` does not fit `schema`, in words, or None when it fits."""
-    if not isinstance(schema, dict) or not schema or depth > _MAX_PROBLEM_DEPTH:
+def schema_problem(value: Any, schema: Any, path: str = "the value") -> str | None:
+    """The first way `value` does not fit `schema`, in words (`path` names the value), or None when
+    it fits. Never raises."""
+    if not isinstance(schema, dict) or not schema:
         return None
-    if value is None and schema.get("nullable") is True:
+    validator = _validator_for(schema)
+    try:
+        errors = list(validator.iter_errors(value))
+    except RecursionError:  # a schema that refers to itself, over a value nested that deep
         return None
-    if "const" in schema and value != schema["const"]:
-        return f"{path} is {_show(value)}, not {_show(schema['const'])}"
-    if isinstance(schema.get("enum"), list) and value not in schema["enum"]:
-        return f"{path} is {_show(value)}, not one of {', '.join(_show(v) for v in schema['enum'])}"
-    for key in ("anyOf", "oneOf"):
-        options = schema.get(key)
-        if isinstance(options, list) and options:
-            problems = [schema_problem(value, option, path, depth + 1) for option in options]
-            if all(problems):
-                return problems[0] if len(problems) == 1 else f"{path} fits none of its allowed shapes ({problems[0]})"
-    problem = _type_problem(value, schema.get("type"), path)
-    if problem:
-        return problem
-    if isinstance(value, dict):
-        return _object_problem(value, schema, path, depth)
-    if isinstance(value, list):
-        return _array_problem(value, schema, path, depth)
-    return None
-
-
-def _type_problem(value: Any, declared: Any, path: str) -> str | None:
-    names = declared if isinstance(declared, list) else [declared] if isinstance(declared, str) else []
-    known = [n for n in names if n in _CHECKS]
-    if not known or len(known) < len(names):  # no type, or one this checker does not know
+    except Exception:  # noqa: BLE001 - a malformed schema (a keyword of the wrong kind, a $ref that does not resolve)
         return None
-    if any(_CHECKS[n](value) for n in known):
+    if not errors:
         return None
-    return f"{path} is {_kind(value)}, not {' or '.join(known)}"
+    return _words(_first(errors), path)
 
 
-_CHECKS = {
-    "string": lambda v: isinstance(v, str),
-    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
-    "integer": lambda v: (isinstance(v, int) and not isinstance(v, bool)) or (isinstance(v, float) and v.is_integer()),
-    "boolean": lambda v: isinstance(v, bool),
-    "array": lambda v: isinstance(v, list),
-    "object": lambda v: isinstance(v, dict),
-    "null": lambda v: v is None,
-    "any": lambda v: True,
-}
+def _validator_for(schema: dict) -> Any:
+    try:
+        key = json.dumps(schema, sort_keys=True)
+    except (TypeError, ValueError):  # not JSON data: a validator just for this call
+        return _make_validator()(schema)
+    return _cached_validator(key)
 
 
-def _object_problem(value: dict, schema: dict, path: str, depth: int) -> str | None:
-    required = schema.get("required")
-    if isinstance(required, list):
-        missing = [name for name in required if isinstance(name, str) and name not in value]
-        if missing:
-            return f"{path} has no {', '.join(missing)}"
+@lru_cache(maxsize=256)
+def _cached_validator(key: str) -> Any:
+    return _make_validator()(json.loads(key))
+
+
+@lru_cache(maxsize=1)
+def _make_validator() -> Any:
+    """A maker of Draft 2020-12 validators with the tool-contract rules above; jsonschema is imported
+    at the first check, not with the runtime."""
+    import regex
+    from jsonschema import Draft202012Validator, ValidationError, validators
+    from referencing import Registry
+
+    base = Draft202012Validator.VALIDATORS
+
+    def types(validator: Any, declared: Any, instance: Any, schema: dict) -> Iterable[Any]:
+        names = declared if isinstance(declared, list) else [declared]
+        if not names or not all(isinstance(n, str) and n in _KNOWN_TYPES for n in names):
+            return  # no type, or one JSON Schema does not know: any value fits
+        if not any(validator.is_type(instance, n) for n in names):
+            yield ValidationError(f"{instance!r} is not of type {', '.join(map(repr, names))}")
+
+    def nullable(check: Any) -> Any:
+        def wrapped(validator: Any, value: Any, instance: Any, schema: dict) -> Iterable[Any]:
+            if instance is None and schema.get("nullable") is True:
+                return
+            yield from check(validator, value, instance, schema)
+        return wrapped
+
+    def pattern(validator: Any, expected: Any, instance: Any, schema: dict) -> Iterable[Any]:
+        # an authored pattern runs with a time limit, as guardrail patterns do (the re module has none)
+        if not isinstance(instance, str) or not isinstance(expected, str):
+            return
+        try:
+            found = regex.search(expected, instance, timeout=_PATTERN_SECONDS) is not None
+        except TimeoutError:
+            found = False
+        except regex.error:
+            return  # a pattern that does not compile checks nothing
+        if not found:
+            yield ValidationError(f"{_show(instance)} does not match {expected!r}")
+
+    own = {k: nullable(base[k]) for k in _NULLABLE_KEYWORDS}
+    own["type"] = nullable(types)
+    own["pattern"] = pattern
+    extended = validators.extend(Draft202012Validator, own)
+    empty = Registry()  # a $ref outside the schema resolves to nothing: no file or network is read
+
+    def make(schema: dict) -> Any:
+        return extended(schema, registry=empty)
+
+    return make
+
+
+def _first(errors: list[Any]) -> Any:
+    """The error to report: by keyword rank at the top of the schema, then in the library's order."""
+    def rank(error: Any) -> int:
+        top = error.relative_schema_path[0] if error.relative_schema_path else error.validator
+        return _ORDER.get(top, len(_ORDER))
+    return min(errors, key=rank)
+
+
+def _words(error: Any, root: str) -> str:
+    where = _place(root, error.absolute_path)
+    keyword, expected, value = error.validator, error.validator_value, error.instance
+    if keyword == "type":
+        names = expected if isinstance(expected, list) else [expected]
+        return f"{where} is {_kind(value)}, not {' or '.join(names)}"
+    if keyword == "const":
+        return f"{where} is {_show(value)}, not {_show(expected)}"
+    if keyword == "enum":
+        return f"{where} is {_show(value)}, not one of {', '.join(_show(v) for v in expected)}"
+    if keyword == "required":
+        missing = [n for n in expected if isinstance(n, str) and isinstance(value, dict) and n not in value]
+        return f"{where} has no {', '.join(missing)}"
+    if keyword == "additionalProperties":
+        extra = _extra_names(value, error.schema)
+        return f"{_place(root, [*error.absolute_path, extra[0]])} is not expected" if extra else \
+            f"{where} has properties that are not expected"
+    if keyword == "minItems":
+        return f"{where} has {len(value)} items, fewer than {expected}"
+    if keyword == "maxItems":
+        return f"{where} has {len(value)} items, more than {expected}"
+    if keyword in ("anyOf", "oneOf"):
+        if keyword == "oneOf" and not error.context:  # the library's "valid under each of" error
+            return f"{where} fits more than one of its allowed shapes, and oneOf allows exactly one"
+        branches = expected if isinstance(expected, list) else []
+        first = [_Branch(e) for e in error.context if e.relative_schema_path and e.relative_schema_path[0] == 0]
+        problem = _words(_first(first), root) if first else None
+        if len(branches) == 1 and problem:
+            return problem
+        return f"{where} fits none of its allowed shapes ({problem})" if problem else \
+            f"{where} fits none of its allowed shapes"
+    text = error.message if len(error.message) <= _TEXT else error.message[:_TEXT - 3] + "..."
+    return f"{where}: {text}"
+
+
+class _Branch:
+    """An error inside an anyOf/oneOf branch, seen from inside the branch (for ranking and words)."""
+
+    def __init__(self, error: Any) -> None:
+        self._error = error
+        self.relative_schema_path = list(error.relative_schema_path)[1:]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._error, name)
+
+
+def _extra_names(value: Any, schema: dict) -> list[str]:
+    """The names in an object that neither `properties` nor `patternProperties` allows."""
+    import re
+
+    if not isinstance(value, dict):
+        return []
     properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
-    for name, sub in properties.items():
-        if name in value:
-            problem = schema_problem(value[name], sub, f"{path}.{name}" if path != "the value" else name, depth + 1)
-            if problem:
-                return problem
-    extra = schema.get("additionalProperties")
-    for name, item in value.items():
+    patterns = schema.get("patternProperties") if isinstance(schema.get("patternProperties"), dict) else {}
+    extra = []
+    for name in value:
         if name in properties:
             continue
-        shown = f"{path}.{name}" if path != "the value" else name
-        if extra is False:
-            return f"{shown} is not expected"
-        if isinstance(extra, dict):
-            problem = schema_problem(item, extra, shown, depth + 1)
-            if problem:
-                return problem
-    return None
+        try:
+            if any(re.search(p, name) for p in patterns):
+                continue
+        except re.error:
+            continue
+        extra.append(name)
+    return extra
 
 
-def _array_problem(value: list, schema: dict, path: str, depth: int) -> str | None:
-    least, most = schema.get("minItems"), schema.get("maxItems")
-    if isinstance(least, int) and len(value) < least:
-        return f"{path} has {len(value)} items, fewer than {least}"
-    if isinstance(most, int) and len(value) > most:
-        return f"{path} has {len(value)} items, more than {most}"
-    items = schema.get("items")
-    if isinstance(items, dict):
-        for i, item in enumerate(value):
-            problem = schema_problem(item, items, f"{path}[{i}]", depth + 1)
-            if problem:
-                return problem
-    return None
+def _place(root: str, parts: Iterable[Any]) -> str:
+    """Where in the value: `root` itself, `name`, `name.inner`, `root[1]` or `items[1].price`."""
+    text = ""
+    for part in parts:
+        if isinstance(part, int):
+            text = f"{text or root}[{part}]"
+        else:
+            text = f"{text}.{part}" if text else (f"{root}.{part}" if root != "the value" else str(part))
+    return text or root
 
 
 def _kind(value: Any) -> str:

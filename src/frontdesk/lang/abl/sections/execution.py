@@ -13,7 +13,8 @@ from frontdesk.ir.models import ORCHESTRATION_STRATEGIES
 from .. import codes
 from ..context import SectionContext
 from ..outline import Node
-from ._common import NAME, expression, flatten, key, span_at, split_top, value_of
+from ..lineparts import split_top
+from ._common import NAME, expression, flatten, key, span_at, value_of
 from .rules import apply_directives, parse_action
 
 HOOK_EVENTS = ("before_agent", "after_agent", "before_turn", "after_turn")

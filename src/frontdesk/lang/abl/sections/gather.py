@@ -42,8 +42,6 @@ FIELD_KEYS = (
     "PROMPT", "TYPE", "REQUIRED", "DEFAULT", "VALIDATE", "VALIDATION", "ACTIVATION", "DEPENDS_ON", "INFER",
     "INFER_CONFIRM", "OPTIONS", "VALUES", "ENUM_VALUES", "SEMANTICS", "ENTITY_REF", "SENSITIVE", *EXTRA_FIELD_KEYS,
 )
-# what a FLOW step's GATHER holds beside its fields (the flow compiler reads them)
-STEP_GATHER_KEYS = ("STRATEGY", "PROMPT", "FIELDS")
 _RANGE = re.compile(r"\s*(-?\d+(?:\.\d+)?)\s*(?:-|\.\.|to)\s*(-?\d+(?:\.\d+)?)\s*")
 _INLINE_WHEN = re.compile(r"\{\s*when\s*:\s*(.*?)\s*\}\s*$", re.IGNORECASE | re.DOTALL)
 

@@ -17,6 +17,7 @@ from frontdesk.ir.expr import MEMORY_ROOTS
 
 from .. import codes
 from ..context import SectionContext
+from ..lineparts import top_level
 from ..outline import Node
 from ._common import (
     NAME,
@@ -28,7 +29,6 @@ from ._common import (
     names_with_offsets,
     node_condition,
     span_at,
-    top_level,
 )
 from .gather import check_variable_name
 

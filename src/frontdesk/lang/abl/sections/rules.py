@@ -16,6 +16,7 @@ from frontdesk.ir.expr import Condition, Expr, Template
 
 from .. import codes
 from ..context import SectionContext
+from ..lineparts import split_top, top_level
 from ..outline import Node
 from ._common import (
     NAME,
@@ -27,9 +28,7 @@ from ._common import (
     names_with_offsets,
     node_condition,
     span_at,
-    split_top,
     template_ref,
-    top_level,
     unquote,
     value_of,
 )

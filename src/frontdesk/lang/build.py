@@ -1,7 +1,8 @@
 """Building IR programs in Python, without any source language: for runtime tests that must hold for
-every front end, and for front ends that lower to the same shapes.
+every front end, and for front ends that lower to the same shapes. It sits with the front ends, not in
+`frontdesk.ir`: it parses ADL's condition and template text and applies ADL's conventions.
 
-    from frontdesk.ir import build as b
+    from frontdesk.lang import build as b
 
     program = b.program(
         b.flow("main", [b.call("desk")]),
@@ -20,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, Union
 
+from frontdesk.analysis.listen import annotate_listens
 from frontdesk.expr import parse_condition, parse_expression, parse_template
 from frontdesk.ir.models import (
     ArgBinding,
@@ -55,6 +57,7 @@ from frontdesk.ir.models import (
     ToolParam,
 )
 from frontdesk.ir.models import Handoff as IRHandoff
+from frontdesk.lang.adl.conventions import apply_adl_conventions
 
 # ---- steps ------------------------------------------------------------------------------------
 
@@ -330,14 +333,10 @@ def _tool_param(text: str) -> ToolParam:
 def program(*agents, entry: str = "main", tools: list[ToolDef] | None = None, root: str = "",
             language: Literal["adl", "abl"] = "adl") -> Program:
     """A program of `agents`, with what each `user` step reads its answer for filled in."""
-    from frontdesk.analysis.listen import annotate_listens
-
     built = Program(language=language, entry=entry, agents={a.name: a for a in agents},
                     tools={t.name: t for t in tools or []})
     built.root = root
     if language == "adl":  # conditions and messages are written as in ADL: so are its conventions
-        from frontdesk.lang.adl.conventions import apply_adl_conventions
-
         apply_adl_conventions(built)
     annotate_listens(built)
     return built
