@@ -15,7 +15,7 @@ import pytest
 from frontdesk.lang import load_program
 from frontdesk.llm.scripted import ScriptedProvider
 from frontdesk.runtime.escalation import HOLDING_REPLY
-from frontdesk.runtime.routing import RETURN_TO_PARENT
+from frontdesk.runtime.handoff import RETURN_TO_PARENT
 from frontdesk.testing import run_conversation
 
 from test_abl_supervisor_runtime import RETAIL

@@ -11,7 +11,7 @@ import pytest
 
 from frontdesk.lang import load_program
 from frontdesk.llm.scripted import ScriptedProvider
-from frontdesk.runtime.routing import RETURN_TO_PARENT, when_phrases
+from frontdesk.runtime.handoff import RETURN_TO_PARENT, when_phrases
 from frontdesk.testing import run_conversation
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "support_hub"

@@ -23,13 +23,7 @@ from frontdesk.runtime import orchestration, prompts
 from frontdesk.runtime.context import ChildResult, Outcome, TurnContext
 from frontdesk.runtime.escalation import check_triggers
 from frontdesk.runtime.events import register_event_type
-from frontdesk.runtime.handoff import (  # noqa: F401 - RETURN_TO_PARENT, when_phrases: also read from here
-    RETURN_TO_PARENT,
-    handoff_returned,
-    receiver_context,
-    resume_thread,
-    when_phrases,
-)
+from frontdesk.runtime.handoff import handoff_returned, receiver_context, resume_thread
 from frontdesk.runtime.orchestration import ROUTE_APOLOGY, describe_agent, llm_route, route_request, routed
 from frontdesk.runtime.policies import DROPS_TASK, few_words, new_frame, policy_message, setup_frame, switch_candidates
 from frontdesk.runtime.preclassify import PipelineConfig

@@ -153,7 +153,7 @@ class RulesHook:
 
     def before_handoff(self, ctx: TurnContext, handoff: PendingHandoff) -> None:
         # the guardrails read the target (`frame`) and may repair the summary passed (`message`)
-        if not guardrails.handoff_allowed(handoff.source, handoff, ctx):
+        if not guardrails.handoff_allowed(handoff, ctx):
             handoff.stop()
 
     def run_hook(self, ctx: TurnContext, agent: str, hook) -> None:

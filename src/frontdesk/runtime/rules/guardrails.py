@@ -42,9 +42,8 @@ from ._base import (
 from .templates import message, render_text
 
 if TYPE_CHECKING:  # pragma: no cover
-    from frontdesk.runtime.context import Outcome, TurnContext
-    from frontdesk.runtime.pipeline import IncomingMessage, Outgoing, PendingToolCall
-    from frontdesk.runtime.state import Frame
+    from frontdesk.runtime.context import TurnContext
+    from frontdesk.runtime.pipeline import IncomingMessage, Outgoing, PendingHandoff, PendingToolCall
 
 PATTERN_TIMEOUT = 0.25  # seconds one authored pattern may take on one text
 REPAIRS = ("redact", "filter", "fix")
@@ -349,16 +348,15 @@ def at_output(ctx: TurnContext, agent: str, rules, out: Outgoing) -> bool:
     return False
 
 
-def handoff_allowed(frame: Frame, outcome: Outcome, ctx: TurnContext) -> bool:
+def handoff_allowed(handoff: PendingHandoff, ctx: TurnContext) -> bool:
     """handoff guardrails of the agent handing over, on what it passes (summary and values)."""
+    frame = handoff.source
     rules = rules_of(ctx, frame.agent)
-    if outcome.frame is None:
-        return True
-    target = outcome.frame.agent
+    target = handoff.frame.agent
     passed = handoff_context(ctx, frame.agent, target)
-    content = " ".join(x for x in [outcome.message, as_text(passed) if passed else ""] if x)
+    content = " ".join(x for x in [handoff.message, as_text(passed) if passed else ""] if x)
     for guard in guardrails_of(rules, "handoff"):
-        variables = {"content": content, "handoff": {"to": target, "summary": outcome.message, "context": passed},
+        variables = {"content": content, "handoff": {"to": target, "summary": handoff.message, "context": passed},
                      "target": target}
         if not fires(ctx, frame.agent, guard, variables):
             continue
@@ -366,7 +364,7 @@ def handoff_allowed(frame: Frame, outcome: Outcome, ctx: TurnContext) -> bool:
             apply(ctx, frame.agent, guard)
             continue
         if guard.action in REPAIRS:
-            outcome.message = repair(ctx, frame.agent, guard, outcome.message, variables)
+            handoff.message = repair(ctx, frame.agent, guard, handoff.message, variables)
             acted(ctx, frame.agent, guard, guard.action)
             continue
         reply = apply(ctx, frame.agent, guard)
