@@ -10,10 +10,15 @@ kind of request arrives, at any point of the turn:
   left (the message is fully handled, or the oracle expects no agent).
 - **understand** (tool `understand`): the case whose examples contain the oracle's `means`; else
   `switch:<agent>` when the oracle gives the message to another agent; else `none`; plus the
-  oracle's `args` for the arguments asked for.
+  oracle's `args` for the arguments asked for (a `user` step's own, and, where the agent's policy
+  reads its arguments from every message, the others the flow has not got; a call that asks only
+  for arguments has no `choice` and is answered with the oracle's values for them, `{}` for none).
 - **reasoning** (tools `finish` / `hand_back` offered): the next response of the agent's script in
   the oracle's `model` (tool calls, then a reply or `finish`); `hand_back` when the oracle gives the
   message to another agent.
+- **policy message** (tool `policy_message`): the message an agent's fallback or exit text asks for,
+  built from the text by the runtime's own rules (its quoted words, the words after "message:", "Say
+  that you can X" as "I can X."; `frontdesk.runtime.policies.policy_message`).
 - **knowledge answer** (no tools): the passage sentence holding the oracle's `evidence` (or the
   oracle's `answer` when that evidence is among the passages); the NO_ANSWER marker when the
   evidence is not there or the knowledge agent is not the one the oracle expects.
@@ -52,6 +57,7 @@ BLOCKED_CHOICE = getattr(_prompts, "BLOCKED_CHOICE", "blocked")
 JUDGE_TOOL = getattr(_prompts, "JUDGE_TOOL", "judge")
 SELECT_TOOL = getattr(_prompts, "SELECT_TOOL", "select")
 PASS_TOOL = getattr(_prompts, "PASS_TOOL", "pass_to")
+POLICY_TOOL = getattr(_prompts, "POLICY_TOOL", "policy_message")
 GUARD_REPLY = "Sorry, I can only help with books, orders and our store's policies."
 try:
     from frontdesk.runtime.prompts import NO_ANSWER
@@ -175,12 +181,14 @@ class AgentCatalog:
     instructions: dict[str, str]
     tools: dict[str, set[str]]  # reasoning agent -> the program tools it uses
     claims: dict[str, list[tuple[str, list[str]]]]  # flow agent -> (case key, examples) of every claims branch
+    policies: dict[str, dict[str, Any]] = field(default_factory=dict)  # agent -> {"fallback"/"exit": Policy}
 
     @classmethod
     def from_program(cls, program) -> "AgentCatalog":
-        kinds, instructions, tools, claims = {}, {}, {}, {}
+        kinds, instructions, tools, claims, policies = {}, {}, {}, {}, {}
         for name, agent in program.agents.items():
             kinds[name] = agent.kind
+            policies[name] = {"fallback": agent.fallback, "exit": agent.exit}
             if getattr(agent, "instructions", None):
                 instructions[name] = agent.instructions.strip()
             if agent.kind == "reasoning":
@@ -194,7 +202,7 @@ class AgentCatalog:
                             cases.append((str(index), list(examples)))
             if cases:
                 claims[name] = cases
-        return cls(kinds, instructions, tools, claims)
+        return cls(kinds, instructions, tools, claims, policies)
 
 
 def agent_of_request(system: str, kind: str, catalog: AgentCatalog, offered: set[str] = frozenset()) -> str | None:
@@ -216,7 +224,7 @@ def agent_of_request(system: str, kind: str, catalog: AgentCatalog, offered: set
 
 def request_kind(tool_names: list[str]) -> str:
     for tool, kind in ((GUARD_TOOL, "guard"), (JUDGE_TOOL, "judge"), (SELECT_TOOL, "select"),
-                       (PASS_TOOL, "kb_answer")):
+                       (PASS_TOOL, "kb_answer"), (POLICY_TOOL, "policy")):
         if tool in tool_names:
             return kind
     if ROUTE_TOOL in tool_names:
@@ -306,6 +314,8 @@ class IdealModel:
                 to = next((a for a in self.oracle.agents if a in enum), None)
                 content, calls, answer = (None, [(PASS_TOOL, {"agent": to})], f"pass_to {to}") if to else \
                     (NO_ANSWER, [], "no answer")
+            elif kind == "policy":
+                content, calls, answer = self._policy(agent, schemas[POLICY_TOOL])
             elif kind == "route":
                 content, calls, answer = self._route(messages, schemas[ROUTE_TOOL])
             elif kind == "understand":
@@ -465,6 +475,18 @@ class IdealModel:
             return answer, [], f"answer {answer!r:.40}"
         sentence = _first_sentence(passages)
         return sentence or NO_ANSWER, [], f"answer {sentence!r:.40}"
+
+    def _policy(self, agent, schema: dict[str, Any]) -> tuple[str | None, list, str]:
+        """The message an agent's fallback or exit text asks for (which one: the tool's `policy` enum)."""
+        which = (schema.get("properties", {}).get("policy", {}).get("enum") or ["fallback"])[0]
+        policy = self.catalog.policies.get(agent or "", {}).get(which)
+        try:
+            from frontdesk.runtime.policies import policy_message
+        except ImportError:  # pragma: no cover
+            words = "Goodbye!" if which == "exit" else "Sorry, I didn't understand that. Could you rephrase it?"
+        else:
+            words = policy_message(policy, which)
+        return None, [(POLICY_TOOL, {"policy": which, "message": words})], f"{which} message {words!r:.40}"
 
     def _text(self, agent) -> tuple[str | None, list, str]:
         script = self.oracle.model.get(agent or "") or []

@@ -308,10 +308,13 @@ def test_a_value_the_flow_rejected_is_not_extracted_again_nor_set_by_a_failing_t
     ])
     run = run_conversation(prog, ["banana", "I told you"], llm)
     state = run.engine.load_state(run.session_id)
-    assert state.variables["main"].get("phone") in (None, "")  # neither the model nor the tool set "banana"
+    assert state.variables.get("main", {}).get("phone") in (None, "")  # neither the model nor the tool set "banana"
     assert run.bot_lines[-1] == "Calling (none)."
-    refused = [e for e in run.events_of("args_extracted") if e["data"].get("refused")]
-    assert refused and refused[0]["data"]["refused"] == {"phone": "banana"}
+    # "banana" is refused as soon as the model gives it: an argument named phone takes a phone number (issue 25),
+    # and every time it is given again
+    refused = [e for e in run.events_of("step") if e["data"].get("action") == "values the model gave refused"]
+    assert len(refused) == 2 and all(e["data"]["args"] == {"phone": "banana"} for e in refused)
+    assert [e["data"]["args"]["phone"] for e in run.events_of("tool_call")] == [None, None]
 
 
 def test_an_agent_called_by_a_flow_that_hands_back_is_routed_and_both_come_back(tmp_path):
@@ -634,3 +637,23 @@ def test_an_agent_called_by_a_flow_is_switched_away_from_by_embedding_and_both_c
     assert [m.text for m in result.messages] == ["Delivery takes two days.",
                                                  "I recommend the Blue Kettle. Would you like it?"]
     assert [f.agent for f in engine.load_state(sid).stack][-2:] == ["checkout", "advisor"]
+
+
+def test_a_value_the_flow_rejected_is_not_extracted_again_when_its_kind_says_nothing(tmp_path):
+    # the same flow with an argument whose name says no kind: the model's "banana" is taken, the tool
+    # refuses it, and when the model gives it again it is refused as a value the flow rejected before
+    (tmp_path / "agents.yml").write_text(textwrap.dedent(PHONE).replace("phone", "contact")
+                                         .replace("check_contact", "check_phone"), encoding="utf-8")
+    (tmp_path / "tools.py").write_text(PHONE_TOOLS.replace('"arg": "phone"', '"arg": "contact"')
+                                       .replace("phone: str", "contact: str").replace("str(phone)", "str(contact)"),
+                                       encoding="utf-8")
+    prog, diags = load_program(tmp_path)
+    assert prog is not None, [d.format() for d in diags]
+    llm = ScriptedProvider([
+        {"purpose": "understand", "call": "understand", "with": {"args": {"contact": "banana"}}},
+        {"purpose": "understand", "call": "understand", "with": {"args": {"contact": "banana"}}},
+    ])
+    run = run_conversation(prog, ["banana", "I told you"], llm)
+    assert run.bot_lines[-1] == "Calling (none)."
+    refused = [e for e in run.events_of("args_extracted") if e["data"].get("refused")]
+    assert refused and refused[0]["data"]["refused"] == {"contact": "banana"}

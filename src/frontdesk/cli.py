@@ -380,6 +380,7 @@ def chat(
         # bytes that are not UTF-8 arrive as lone surrogates, which text_problem refuses, not as a traceback
         sys.stdin.reconfigure(errors="surrogateescape")  # type: ignore[union-attr]
     turns = []
+    before = 0  # turns the session had before this run (a continued session)
 
     def show(result) -> None:
         # Events in order: bot lines on stdout, and with --trace the decisions between them on stderr.
@@ -410,6 +411,7 @@ def chat(
             if not _may_continue(engine, session, program, store_name):
                 raise typer.Exit(2)
             session_id = session
+            before = engine.load_state(session).turn  # the script's first turn is the one after these
         else:
             result = engine.start(program_label=_program_label(prog, program), channel="cli")
             session_id = result.session_id
@@ -474,7 +476,8 @@ def chat(
         raise typer.Exit(2)
     failed = False
     if spec and (case is not None or spec.get("expect") or spec.get("events")):
-        failed = not _report_script_checks(ConversationRun(engine, session_id, turns, llm), spec)  # type: ignore[arg-type]
+        run = ConversationRun(engine, session_id, turns, llm)  # type: ignore[arg-type]
+        failed = not _report_script_checks(run, spec, continued=before if session else None)
     elif script is not None and llm is not None and llm.remaining():  # type: ignore[union-attr]
         _note(f"{llm.remaining()} scripted answers were not used", "warning:")  # type: ignore[union-attr]
     _dim(f"trace: frontdesk trace {session_id}")
@@ -519,16 +522,20 @@ def _same_file(first: str, second: str) -> bool:
         return False
 
 
-def _report_script_checks(run, spec: dict) -> bool:
+def _report_script_checks(run, spec: dict, continued: int | None = None) -> bool:
     """Check the replay against the file's `expect:` and `events:`; print the result and, for each
-    failure, the events of the turn where it showed. True when every check passed."""
+    failure, the events of the turn where it showed. True when every check passed. `continued`: the
+    session was continued after that many turns, so the script's first step is the turn after them."""
     from frontdesk.testing import expectation_failures
 
     case = spec.get("case")
+    offset = 0  # a case's turn N is the session's turn N + offset
     if case is not None:  # a conversation test: its checks, turn by turn (frontdesk.convtest)
         from frontdesk.convtest.runner import check_replay
 
-        failures = check_replay(case, run.engine, run.turns)
+        # a continued session's opening turn was played before: the first turn here is the case's first step
+        failures = check_replay(case, run.engine, run.turns, first=1 if continued is not None else 0)
+        offset = continued or 0
         checks = sum(len(t.checks) for t in case.turns) + len(case.events)
     else:
         failures = expectation_failures(run, spec)
@@ -540,11 +547,12 @@ def _report_script_checks(run, spec: dict) -> bool:
     events = run.events
     for failure in failures:
         err.print(styled(("check failed:", "red"), " ", failure.format() if case is not None else failure.message))
-        if failure.turn is not None and failure.turn not in shown:
-            shown.add(failure.turn)
-            err.print(Text(f"  events of turn {failure.turn}:", style="dim"))
+        turn = failure.turn + offset if failure.turn is not None and case is not None else failure.turn
+        if turn is not None and turn not in shown:
+            shown.add(turn)
+            err.print(Text(f"  events of turn {turn}:", style="dim"))
             for ev in events:
-                if ev.get("turn") == failure.turn:
+                if ev.get("turn") == turn:
                     err.print(Text(f"    {ev.get('seq')} {_event_line(ev)}"))
     err.print(Text(f"script checks failed: {len(failures)} of {checks} expectations", style="red"))
     return False

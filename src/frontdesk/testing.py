@@ -136,7 +136,8 @@ def expectation_failures(run: ConversationRun, spec: dict[str, Any]) -> list[Exp
             unmatched = pos if pos < len(lines) and offset < len(lines[pos]) else pos + 1
             turn = said[unmatched][0] if unmatched < len(said) else last_turn
             problems.append(ExpectationFailure(f"the bot never said {want!r} (after message {pos})", turn))
-    events = run.events
+    here = {e.turn for t in run.turns for e in t.events}  # a continued session: only the turns played here
+    events = [e for e in run.events if e.get("turn") in here]
     for want in spec.get("events") or []:
         want = dict(want) if isinstance(want, dict) else {"type": str(want)}
         type_ = want.pop("type")

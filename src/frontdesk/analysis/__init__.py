@@ -29,10 +29,13 @@ def with_analysis(program: Program, diags: list[Diagnostic]) -> list[Diagnostic]
     """What `frontdesk check` reports: the load's diagnostics with the deeper analysis's findings
     (`frontdesk.analysis.lint`), whose cycle finding (with the path and what breaks it) replaces the load's
     shorter one of the same code."""
-    from .lint import lint_program
+    from .lint import check_extraction_only, lint_program
 
     codes = analysis_codes_for(program.language)
     found = lint_program(program, cycle_code=codes.recursion)
+    notes = DiagnosticBag()
+    check_extraction_only(program, notes, codes)  # an info for `check`, not one of lint's findings
+    found = found + notes.sorted()
     if program.language != "adl":  # the ADL loader already ran the shared checks; ABL's steps are lint's
         bag = DiagnosticBag()
         check_unused_agents(program, bag, codes.unused_agent)

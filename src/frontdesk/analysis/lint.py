@@ -14,8 +14,11 @@ that proves it (each step with its file and line).
 | FD049 | a declared tool nothing can call (ABL) |
 | FD050 | a prompt tells the model to call a tool the agent is not given |
 | FD051 | a GATHER field no step of the agent's FLOW asks for (ABL) |
+| FD052 | a value is read that nothing sets: an ensemble's or the entry agent's argument, a tool result's field |
+| FD053 | (info) a flow argument only ever filled from what the user says: with no model, words must give it |
 
-ADL reports FD041 as ADL041 (see `AnalysisCodes`); the other codes are shared by every language.
+ADL reports FD041, FD052 and FD053 as ADL041, ADL048 and ADL049 (see `AnalysisCodes`); the other codes are
+shared by every language.
 """
 
 from __future__ import annotations
@@ -55,6 +58,7 @@ from .agentgraph import (
     waits_for_user,
 )
 from .calls import strongly_connected
+from .codes import AnalysisCodes, analysis_codes_for
 from .reachability import reachable_from, successors
 
 UNREACHABLE_STEP = "FD040"
@@ -72,8 +76,9 @@ CODES = (UNREACHABLE_STEP, AGENT_CYCLE, HANDOVER_CYCLE, FLOW_LOOP, UNUSED_LABEL,
          UNDECLARED_TOOL, UNASKED_FIELD)
 
 
-def lint_program(program: Program, cycle_code: str = AGENT_CYCLE) -> list[Diagnostic]:
-    """Every finding of the deeper checks, as warnings."""
+def lint_program(program: Program, cycle_code: str = AGENT_CYCLE, codes: AnalysisCodes | None = None) -> list[Diagnostic]:
+    """Every finding of the deeper checks, as warnings (and infos)."""
+    codes = codes or analysis_codes_for(program.language)
     bag = DiagnosticBag()
     edges = agent_graph(program)
     check_agent_cycles(program, edges, bag, cycle_code)
@@ -86,6 +91,7 @@ def lint_program(program: Program, cycle_code: str = AGENT_CYCLE) -> list[Diagno
                 else:
                     check_unreached_steps(name, graph, bag, agent.span)
     check_arguments(program, bag)
+    check_unset_values(program, bag, codes)
     if program.language == "abl":
         check_session_values(program, bag)
     check_tools(program, bag)
@@ -499,6 +505,137 @@ def check_arguments(program: Program, bag: DiagnosticBag) -> None:
                 bag.add(Diagnostic(NEVER_READ, f"argument '{arg.name}' of agent '{name}' is given a value but "
                                    "nothing reads it", arg.span or agent.span, Severity.WARNING,
                                    "use it in a condition, a message or a call, or remove it"))
+
+
+_RESULT_NAMES = ("status", "message", "success", "error", "value")  # every call's result has these
+
+
+def _explicit_sets(program: Program) -> set[tuple[str, str]]:
+    """What sets values other than reading them from the user's messages: `_reads_and_sets` without the
+    `user` steps' extraction, and the arguments a tool's result sets on its caller."""
+    _, sets = _reads_and_sets(program)
+    extracted = {(name, field) for name, agent in program.agents.items()
+                 for graph in (getattr(agent, "graph", None), agent.setup) if graph is not None
+                 for node in graph.nodes.values() if isinstance(node, ListenNode) for field in node.extracts}
+    explicit = sets - extracted
+    for name, agent in program.agents.items():
+        for graph in (getattr(agent, "graph", None), agent.setup):
+            for node in (graph.nodes.values() if graph is not None else []):
+                if isinstance(node, AssignNode):
+                    explicit.update((a.target.scope, a.target.name) for a in node.assignments)
+                elif isinstance(node, InvokeNode) and node.target_kind == "agent":
+                    explicit.update((node.target, a.name) for a in node.args)
+        for tool_name, outputs in agent.tool_outputs.items():
+            can = _python_tool_sets(program, tool_name)
+            explicit.update((o.target.scope, o.target.name) for o in outputs if can is None or o.field in can)
+    return explicit
+
+
+def _tool_fields(program: Program, tool_name: str) -> set[str] | None:
+    """The fields a Python tool's result can hold: the names its `{"arg": name}` (MICA: `slot_name`) items
+    give and the literal keys of the dicts it builds; None when that cannot be told from its source."""
+    import ast
+
+    tool = program.tools.get(tool_name)
+    binding = getattr(tool, "binding", None)
+    if tool is None or getattr(binding, "kind", "") != "python":
+        return None
+    tree = _python_tree(str(Path(program.root or ".") / binding.module))
+    function = next((n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                     and n.name == binding.function), None) if tree is not None else None
+    if function is None:
+        return None
+    fields: set[str] = set()
+    for node in ast.walk(function):
+        if isinstance(node, ast.Dict):
+            for key, value in zip(node.keys, node.values):
+                if key is None or not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+                    return None  # `**other` or a computed key
+                fields.add(key.value)
+                if key.value in ("arg", "slot_name"):
+                    if not (isinstance(value, ast.Constant) and isinstance(value.value, str)):
+                        return None
+                    fields.add(value.value)
+        elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
+            return None  # result[key] = ...
+        elif isinstance(node, ast.Call) and (not isinstance(node.func, ast.Name | ast.Attribute)
+                                             or getattr(node.func, "id", "") == "dict"):
+            return None
+    return fields
+
+
+def check_unset_values(program: Program, bag: DiagnosticBag, codes: AnalysisCodes) -> None:
+    """Values read that nothing sets, beyond FD047's (the arguments of a flow other agents call): an
+    ensemble's arguments, the entry agent's, the fields of a tool's result the tool never returns."""
+    reads, sets = _reads_and_sets(program)
+    explicit = _explicit_sets(program)
+    sets |= explicit
+    dotted = {word for agent in program.agents.values()
+              for word in re.findall(r"[A-Za-z_][\w]*\.[A-Za-z_][\w]*", getattr(agent, "instructions", None) or "")}
+    for name, agent in program.agents.items():
+        checked = isinstance(agent, RouterAgent) or (isinstance(agent, FlowAgent) and name == program.entry)
+        for arg in agent.args:
+            key = (name, arg.name)
+            if arg.bound_to is not None or not checked or key not in reads or key in sets \
+                    or f"{name}.{arg.name}" in dotted:
+                continue
+            what = "ensemble" if isinstance(agent, RouterAgent) else "entry agent"
+            bag.add(Diagnostic(codes.never_set, f"argument '{arg.name}' of {what} '{name}' is read but nothing "
+                               "gives it a value", arg.span or agent.span, Severity.WARNING,
+                               "set it (set:), let a member set it (ref:, or set: "
+                               f"{name}.{arg.name}), ask for it (a user step), or remove what reads it"))
+    called = {n.target for agent in program.agents.values() for graph in (getattr(agent, "graph", None), agent.setup)
+              if graph is not None for n in graph.nodes.values() if isinstance(n, InvokeNode)}
+    called |= {t for agent in program.agents.values() if isinstance(agent, ReasoningAgent) for t in agent.tools}
+    for scope, field in sorted(reads):
+        if scope not in program.tools or scope in program.agents or field in _RESULT_NAMES:
+            continue
+        fields = _tool_fields(program, scope) if scope in called else set()
+        if fields is None or field in fields:
+            continue
+        span = _reader_span(program, scope, field)
+        why = (f"tool '{scope}' is never called" if scope not in called
+               else f"tool '{scope}' never returns '{field}'")
+        bag.add(Diagnostic(codes.never_set, f"'{scope}.{field}' is read but nothing sets it: {why}", span,
+                           Severity.WARNING, f"return {{\"arg\": \"{field}\", \"value\": ...}} from {scope}, "
+                           "or read a field it returns"))
+
+
+def check_extraction_only(program: Program, bag: DiagnosticBag, codes: AnalysisCodes) -> None:
+    """(An info, for a program that configures no model) flow arguments read that only the user's words
+    can fill: nothing sets them but a `user` step reading them from the message."""
+    if program.settings.llm:
+        return
+    reads, _ = _reads_and_sets(program)
+    explicit = _explicit_sets(program)
+    dotted = {word for agent in program.agents.values()
+              for word in re.findall(r"[A-Za-z_][\w]*\.[A-Za-z_][\w]*", getattr(agent, "instructions", None) or "")}
+    for name, agent in program.agents.items():
+        if not isinstance(agent, FlowAgent):
+            continue
+        only = [arg.name for arg in agent.args if arg.bound_to is None and (name, arg.name) in reads
+                and (name, arg.name) not in explicit and f"{name}.{arg.name}" not in dotted
+                and any(isinstance(n, ListenNode) and arg.name in n.extracts for n in agent.graph.nodes.values())]
+        if not only:
+            continue
+        names = ", ".join(f"'{n}'" for n in only)
+        bag.add(Diagnostic(codes.extraction_only, f"{'argument' if len(only) == 1 else 'arguments'} {names} of "
+                           f"agent '{name}' {'is' if len(only) == 1 else 'are'} only ever filled from what the user "
+                           "says, and this program configures no model (config.yml llm:): with none, only a "
+                           "message that gives one by its kind (a phone number, a date), names a value the flow "
+                           "lists for it, or gives it after its name fills it", agent.span, Severity.INFO,
+                           "to run without a model, compare the argument to the values it may take in a "
+                           "condition, or set it from the user's choice (if: the user claims ... then: set:)"))
+
+
+def _reader_span(program: Program, scope: str, field: str) -> Span | None:
+    """The place of the first step that reads `scope.field`."""
+    for agent in program.agents.values():
+        for graph in (getattr(agent, "graph", None), agent.setup):
+            for node in (graph.nodes.values() if graph is not None else []):
+                if any(r.scope == scope and r.name == field for r in refs_in(node)):
+                    return node.span
+    return None
 
 
 def _session_use(program: Program) -> tuple[dict[str, str], dict[str, str]]:

@@ -56,5 +56,6 @@ def check_graph_reachability(graph: StepGraph, bag: DiagnosticBag, unreachable_c
         if node_id in covered:
             continue
         bag.warning(unreachable_code, "this step is never reached", node.span,
-                    hint="it follows a return: or a next: without tries: (which never continue); move or remove it")
+                    hint="it follows a return: or a jump that never comes back (a next: to a label without tries:); "
+                         "move or remove it")
         covered |= reachable_from(graph, [node_id])

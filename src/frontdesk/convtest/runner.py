@@ -196,23 +196,31 @@ def embeddings_missing() -> str | None:
     return None
 
 
-def played(index: int, user: str | None, result, engine) -> PlayedTurn:
-    """A turn as the checks read it; `engine` is a conversation_engine, which kept what each turn left."""
-    variables, ended = engine.snapshots[index] if index < len(engine.snapshots) else ({}, False)
+def played(index: int, user: str | None, result, engine, kept: int | None = None) -> PlayedTurn:
+    """A turn as the checks read it; `engine` is a conversation_engine, which kept what each turn left
+    (the `kept`-th turn it ran; `index` when not given)."""
+    kept = index if kept is None else kept
+    variables, ended = engine.snapshots[kept] if kept < len(engine.snapshots) else ({}, False)
     return PlayedTurn(index, user, [(m.agent, m.text) for m in result.messages],
                       [e.model_dump() for e in result.events], result.active_agent, bool(result.ended or ended),
-                      variables, engine.used_after[index] if index < len(engine.used_after) else None)
+                      variables, engine.used_after[kept] if kept < len(engine.used_after) else None)
 
 
-def check_replay(case: TestCase, engine, results: list, similarity: Similarity | None = None) -> list[Failure]:
+def check_replay(case: TestCase, engine, results: list, similarity: Similarity | None = None,
+                 first: int = 0) -> list[Failure]:
     """The checks of `case` on a conversation replayed elsewhere (`frontdesk chat --script`): `results`
-    are the TurnResults of the session's turns from its start, `engine` a conversation_engine."""
-    turns = [played(i, case.turns[i].user if i < len(case.turns) else None, r, engine) for i, r in enumerate(results)]
+    are the TurnResults of the turns played, `engine` a conversation_engine. `first` is the case's turn
+    the first result plays: 0 when the session started here, 1 when it was continued (its opening turn
+    was played before); the case-level checks read only the events of the turns played here."""
+    turns = [played(first + i, case.turns[first + i].user if first + i < len(case.turns) else None, r, engine, i)
+             for i, r in enumerate(results)]
     session_id = results[0].session_id if results else ""
     if similarity is None and any(c.kind == "bot_like" for t in case.turns for c in t.checks) \
             and embeddings_missing() is None:
         similarity = Runner().similarity
-    return check_played(case, turns, engine.program, engine.store.events(session_id) if session_id else [],
+    here = {e.turn for r in results for e in r.events}
+    events = [e for e in engine.store.events(session_id) if e.get("turn") in here] if session_id else []
+    return check_played(case, turns, engine.program, events,
                         similarity, engine.llm.remaining() if hasattr(engine.llm, "remaining") else None)
 
 

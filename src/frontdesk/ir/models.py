@@ -284,6 +284,9 @@ class DialoguePolicy(IRModel):
     rules_hook: bool = False
     # traces also name values read from an answer as GATHER events (`gather_extraction`)
     gather_events: bool = False
+    # every message a flow reads may give any argument it declares and has not got, not only those its next
+    # steps read (MICA); with no model they are read by kind, listed values and name (docs/adl-semantics.md)
+    args_from_messages: bool = True
 
 
 class AgentBase(IRModel):

@@ -102,6 +102,14 @@ class TurnInput:
             self.passed.append(frame.agent)
         self._emit("input_given_back", frame.agent, why=why)
 
+    def hand_on(self, frame_id: str, agent: str, why: str) -> None:
+        """The frame read the message only to pass it on (a router's start steps ending at `user`): it is
+        open again for the router, and the agent does not count as one that had it."""
+        if self.text is None or self.holder != frame_id:
+            return
+        self.state, self.holder = "open", None
+        self._emit("input_given_back", agent, why=why)
+
     def _emit(self, type_: str, agent: str, **data: Any) -> None:
         if self._log is not None:
             self._log.emit(type_, agent, **data)

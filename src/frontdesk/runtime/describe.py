@@ -89,6 +89,18 @@ def _strategy_plans(router: RouterAgent, program: Program, members: list, strate
     return out
 
 
+def _policy_plans(agent, program: Program) -> list[PromptPlan]:
+    """The calls an agent's fallback (a flow's or a router's) or exit (a router's) text makes when it is a
+    strategy the model follows (runtime/policies.py `policy_words`)."""
+    from frontdesk.runtime.policies import needs_model
+
+    kinds = [("fallback", agent.fallback)] if isinstance(agent, (FlowAgent, RouterAgent)) else []
+    if isinstance(agent, RouterAgent):
+        kinds.append(("exit", agent.exit))
+    return [prompts.policy_plan(agent, kind, "", [], program.settings.history_window)
+            for kind, policy in kinds if needs_model(policy)]
+
+
 def plans(program: Program, agent: str | None = None, orchestration: str | None = None) -> list[PromptPlan]:
     """The prompt plan of every kind of LLM call the runtime can make for the program (its routers under
     `orchestration` when given, else under their own strategies)."""
@@ -117,6 +129,7 @@ def plans(program: Program, agent: str | None = None, orchestration: str | None 
             out.append(prompts.summary_plan(a, ""))
         elif isinstance(a, KnowledgeAgent):
             out.append(prompts.kb_answer_plan(a, "", "", [], NO_ANSWER))
+        out.extend(_policy_plans(a, program))
         out.extend(_guardrail_plans(a))
     return out
 

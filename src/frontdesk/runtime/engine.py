@@ -539,9 +539,26 @@ class Engine:
     def _apply_exit(self, frame: Frame, outcome: Done, ctx: TurnContext) -> None:
         agent = self.program.agents[frame.agent]
         policy = agent.exit
+        if outcome.ends_conversation:
+            self._end_conversation(frame, outcome, ctx)
+            return
         if policy is None or policy.kind == "default" or outcome.status != "success":
             return
         if policy.kind == "agent" and policy.value in self.program.agents:
             ctx.log.emit("step", frame.agent, action="exit policy", agent=policy.value)
             parent = ctx.state.stack[-1].id if ctx.state.stack else None
             handoff.start(ctx, new_frame(ctx, policy.value), parent, f"exit policy of {frame.agent}")
+
+    @staticmethod
+    def _end_conversation(frame: Frame, outcome: Done, ctx: TurnContext) -> None:
+        """The user ended the conversation (a goodbye its exit policy recognised): the agents below the
+        one that said goodbye end with it, no interrupted task waits, and the session is over."""
+        stack = ctx.state.stack
+        ended = [f.agent for f in reversed(stack)]
+        for below in stack:
+            below.status = "done"
+        del stack[:]
+        ctx.state.threads.clear()
+        ctx.state.ended = True
+        ctx.log.emit("session_ended", frame.agent, reason=outcome.message or "the user ended the conversation",
+                     **({"ended_agents": ended} if ended else {}))

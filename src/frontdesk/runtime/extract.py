@@ -244,3 +244,142 @@ def check_value(kind: str, rule: str, value: Any, options: list[str] | None = No
                 return True, option
         return False, value
     return True, value
+
+
+# ---- an untyped argument read without a model (ADL flow args: issue 25) -----------------------------
+
+# What the words of an argument's name say it holds (`phone`, `contact_email`, `drop_off_day`,
+# `number_of_guests`, `ticket_id`): the kind its value is read as. A name that says none stays a text.
+_NAME_KINDS = (
+    ("phone", {"phone", "mobile", "telephone", "cell", "tel"}),
+    ("email", {"email", "mail", "e_mail"}),
+    ("date", {"date", "day", "birthday", "dob"}),
+    ("number", {"count", "amount", "quantity", "qty", "age", "guests", "people", "persons", "nights",
+                "tickets", "seats", "budget", "price", "total", "size", "copies", "weeks", "months", "years"}),
+    ("identifier", {"id", "number", "code", "reference", "ref", "no"}),
+)
+
+
+def kind_of_name(name: str) -> str | None:
+    """The kind of value an argument's name says it holds: phone, email, date, number, identifier (a
+    code with a digit in it: SC-THU-170, 12345), or None (a text). `number_of_guests` and `num_items`
+    count something; `order_number` names one."""
+    words = [w for w in re.split(r"[_\W]+", name.lower()) if w]
+    if not words:
+        return None
+    if words[0] in ("number", "num") and len(words) > 1:
+        return "number"
+    for kind, cues in _NAME_KINDS:
+        if any(w in cues for w in words) or name.lower().replace("-", "_") in cues:
+            return kind
+    return None
+
+
+_IDENTIFIER = re.compile(r"(?<![\w-])(?=[\w-]*\d)[A-Za-z0-9][A-Za-z0-9-]{2,}(?![\w-])")
+
+
+def spans(text: str, kind: str, now: datetime | None = None) -> list[Any]:
+    """The values of one kind the message gives, as the user wrote them (a phone number or a day is kept
+    in the user's words, "555 123 4567", "Thursday"; a number as a number), in the message's order."""
+    if kind == "phone":
+        import phonenumbers
+
+        matcher = phonenumbers.PhoneNumberMatcher(text, "US", leniency=phonenumbers.Leniency.POSSIBLE)
+        return [m.raw_string for m in matcher]
+    if kind == "email":
+        return EMAIL.findall(text)
+    if kind in ("number", "integer"):
+        return _numbers(text, integer=kind == "integer")
+    if kind in ("date", "datetime"):
+        return _date_words(text, now)
+    if kind == "identifier":
+        without = EMAIL.sub(" ", text)
+        return [m.group(0) for m in _IDENTIFIER.finditer(without)]
+    return []
+
+
+_NOT_A_DAY = {"one", "a", "an", "the", "on", "at", "by", "for", "it", "is", "ok", "okay", "then", "please", "so"}
+
+
+def _date_words(text: str, now: datetime | None) -> list[str]:
+    from dateparser.search import search_dates
+
+    settings = {"PREFER_DATES_FROM": "future", "RETURN_AS_TIMEZONE_AWARE": False}
+    if now is not None:
+        settings["RELATIVE_BASE"] = now.replace(tzinfo=None)
+    try:
+        found = search_dates(text, languages=["en"], settings=settings) or []
+    except Exception:  # noqa: BLE001 - see _dates
+        return []
+    from dateparser import parse
+
+    out = []
+    for phrase, _ in found:
+        phrase = phrase.strip()
+        if not re.search(r"[A-Za-z]{3,}|\d", phrase) or phrase.isdigit() or phrase.lower() in ("now", "on", "at", "in"):
+            continue
+        words = phrase.split()
+        while len(words) > 1 and words[0].lower() in _NOT_A_DAY:  # "one on Thursday" -> "Thursday"
+            try:
+                shorter = parse(" ".join(words[1:]), languages=["en"], settings=settings)
+            except Exception:  # noqa: BLE001 - see _dates
+                shorter = None
+            if shorter is None:
+                break
+            words = words[1:]
+        out.append(" ".join(words))
+    return out
+
+
+_LIST = re.compile(r"((?:[\w'-]+(?: [\w'-]+){0,2}, )+[\w'-]+(?: [\w'-]+){0,2},? (?:or|and) [\w'-]+(?: [\w'-]+){0,2})")
+
+
+def listed_values(text: str) -> list[str]:
+    """The choices a sentence lists ("road, mountain, city or e-bike"), each of at most three words; the
+    list after a colon when there is one ("What kind of bike is it: road, mountain or city?")."""
+    tail = text.rsplit(":", 1)[1] if ":" in text else text
+    found = _LIST.search(tail)
+    if found is None:
+        return []
+    parts = [p.strip() for p in re.split(r",\s*(?:or\s+|and\s+)?|\s+(?:or|and)\s+", found.group(1)) if p.strip()]
+    if len(parts) > 1:  # "one of pizza, pasta and salad": the first choice is as long as the others
+        longest = max(len(p.split()) for p in parts[1:])
+        parts[0] = " ".join(parts[0].split()[-longest:])
+    return parts
+
+
+def value_named(text: str, name: str) -> str | None:
+    """The value the message gives by the argument's name: "genre=mystery", "my name is Marta Ruiz"
+    (customer_name), "the colour: blue". At most four words, up to a comma, a full stop or an `and`."""
+    words = [w for w in re.split(r"[_\W]+", name.lower()) if w]
+    if not words:
+        return None
+    for said in (r"[\s_-]*".join(map(re.escape, words)), re.escape(words[-1])):
+        found = re.search(rf"(?i)(?<!\w){said}\s*(?:=|:|\bis\b|\bwill be\b|\bshould be\b)\s*"
+                          r"([^\s,.;!?=:][^,.;!?=:]*)", text)
+        if found is None:
+            continue
+        value = re.split(r"(?i)\s+(?:and|but|please|thanks|thank you)\b", found.group(1))[0].strip(" '\"")
+        if value and len(value.split()) <= 4:
+            return value
+    return None
+
+
+_LEAD_INS = re.compile(r"^(?:(?:i'?d like|i would like|i want|i'?m looking|i need)\s+(?:to\s+)?"
+                       r"(?:go|stay|travel|book)?\s*(?:to|in|at)?|(?:it'?s|it is|that'?s|my \w+ is|to|in|at)\b)\s*",
+                       re.IGNORECASE)
+
+
+def short_answer(text: str, max_words: int = 6) -> str | None:
+    """A short answer as the value it gives, without its lead-in and politeness ("to Lisbon please" ->
+    Lisbon, "it's Marta Ruiz" -> Marta Ruiz); None when nothing is left or it is longer than `max_words`."""
+    text = _LEAD_INS.sub("", (text or "").strip())
+    text = re.sub(r"\s*(?:,?\s*please|,?\s*thanks?(?: you)?)?[.!?]*$", "", text, flags=re.IGNORECASE).strip()
+    if not text or len(text.split()) > max_words:
+        return None
+    return text
+
+
+def named_option(text: str, options: list[str]) -> str | None:
+    """The one option the message names in so many words (None: none, or more than one)."""
+    return _choice(text, options)

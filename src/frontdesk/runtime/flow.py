@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel
 from frontdesk.expr import EvalError, is_true
-from frontdesk.ir.expr import Call
+from frontdesk.ir.expr import Call, Compare, ListLit, Lit, Ref
 from frontdesk.ir.models import (
     AssignNode,
     BranchNode,
@@ -31,7 +31,19 @@ from frontdesk.nlu.matcher import polarity
 from frontdesk.runtime import orchestration, prompts
 from frontdesk.runtime.context import ChildResult, Outcome, TurnContext
 from frontdesk.runtime.events import register_event_type
-from frontdesk.runtime.extract import PATTERN_TYPES, check_value, extract_values, named_fields, says_correction
+from frontdesk.runtime.extract import (
+    PATTERN_TYPES,
+    check_value,
+    extract_values,
+    kind_of_name,
+    listed_values,
+    named_fields,
+    named_option,
+    says_correction,
+    short_answer,
+    spans,
+    value_named,
+)
 from frontdesk.runtime.handoff import keep_passed, receiver_context
 from frontdesk.runtime.options import claims_options
 from frontdesk.runtime.policies import (
@@ -53,6 +65,8 @@ register_event_type("gather_extraction", "values read from the user's message fo
                     ("fields", "by"))
 register_event_type("gather_correction", "the user corrected a value gathered before; fields that depend on it "
                     "were cleared to be asked again", ("fields", "invalidated"))
+register_event_type("args_read", "one user message read for the flow's arguments: the values it gave, how "
+                    "each was read, and the arguments it gave nothing for", ("args", "by", "unread", "message"))
 register_event_type("gather_validation", "a gathered value failed its validation and was cleared", ("field", "kind"))
 SHORT_ANSWER_WORDS = 4
 # what a typed GATHER field expects, said when nothing in the answer can be read as one
@@ -71,6 +85,8 @@ _QUESTION_WORDS = {"what", "whats", "where", "when", "why", "who", "how", "which
                    "does", "is", "are", "will", "should"}
 DEFAULT_VALIDATION_RETRIES = 3
 FLOW_LIMIT_HANDLERS = ("max_flow_iterations", "flow_error", "default", "unknown_error")
+# what a model writes for a value the user did not give
+_NO_VALUE = {"", "none", "null", "unknown", "n/a", "na", "not given", "not provided", "not mentioned"}
 
 
 def graph_of(ctx: TurnContext, frame: Frame) -> StepGraph | None:
@@ -98,6 +114,9 @@ class FlowExecutor:
         # (session id, frame id) -> the GATHER question not yet said: the message that started the agent
         # is read first (set and used in the same turn)
         self._deferred: dict[tuple[str, str], str] = {}
+        # (session id, frame id) -> the turn whose message was read for the flow's arguments: a message is
+        # read once, also when the flow comes back to a question in the same turn
+        self._args_read: dict[tuple[str, str], int] = {}
 
     def run(self, frame: Frame, ctx: TurnContext) -> Outcome:
         outcome = self._run(frame, ctx)
@@ -447,7 +466,17 @@ class FlowExecutor:
         values = ctx.values(frame.agent)
         extract = [n for n in node.extracts if values.get(n) is None]
         by_pattern: dict[str, Any] = {}
-        offline = ctx.program.agents[frame.agent].policy.offline_understanding
+        policy = ctx.program.agents[frame.agent].policy
+        offline = policy.offline_understanding
+        # the flow's other arguments this message may give (MICA reads them all from every message)
+        others = self._args_not_asked(node, frame, ctx, graph) if policy.args_from_messages else []
+        read_before = self._args_read.get((ctx.state.session_id, frame.id)) == ctx.state.turn
+        if policy.args_from_messages:
+            if len(self._args_read) > 10000:  # frames long gone
+                self._args_read.clear()
+            self._args_read[(ctx.state.session_id, frame.id)] = ctx.state.turn
+            if read_before:
+                others = []  # this message was read for them already
         # an intent (ABL DIGRESSIONS, SUB_INTENTS) the message names in so many words
         choice = self._choose_by_words(branch, frame, ctx) if branch and offline and not tentative else None
         if extract and (node.strategy != "llm" or not ctx.llm_classifies):
@@ -455,8 +484,23 @@ class FlowExecutor:
             if not by_pattern and not tentative and choice is None and (node.strategy == "pattern" or ctx.llm is None):
                 by_pattern = self._whole_answer(extract, frame, ctx)
             extract = [] if node.strategy == "pattern" else [n for n in extract if n not in by_pattern]
+        read: dict[str, Any] = {}
+        if policy.args_from_messages and not ctx.llm_classifies and (extract or others) and not read_before:
+            # no model that can read them: the values the message gives by kind, listed value or name
+            read = self._read_args(extract + others, node, frame, ctx)
+            by_pattern = {**by_pattern, **read}
+            extract, others = [n for n in extract if n not in by_pattern], []
+        # the step's question was answered: a value it asks for was given (other arguments do not count).
+        # A value read so from the message that started the agent after it asked its question is kept,
+        # but the question still waits for its answer (as MICA: the message is read, the `user` step waits)
+        asked_first = tentative and frame.data.last_say is not None
+        gave = any(n in node.extracts and not (asked_first and n in read) for n in by_pattern)
+        if node.extracts or branch is None:
+            # the model reads the other arguments in the call that reads the step's own, or in a call of
+            # their own; a call that only decides the step's claims case asks only that (the IR's listen)
+            extract += [n for n in others if n not in extract]
         if branch is None and not extract:
-            return None, (not tentative) or bool(by_pattern)
+            return None, (not tentative) or gave
         switches = switch_candidates(ctx, frame) if branch and not tentative else []
         if branch and choice is None:
             choice = self._choose_by_embedding(branch, switches, frame, ctx, tentative)
@@ -479,12 +523,18 @@ class FlowExecutor:
             call = ctx.call_args(request, frame.agent, "understand") or {}
             if guards and orchestration.merged_verdict(ctx, frame, call, "choice", "merged into the understand call"):
                 return Outcome.wait(), True  # the flow keeps waiting at its question
-            extracted = self._apply_extracted(call.get("args"), extract, frame, ctx)
+            answer = call.get("args")
+            if policy.args_from_messages:
+                answer = self._checked(answer, extract, frame, ctx)
+            extracted = self._apply_extracted(answer, extract, frame, ctx)
+            if policy.args_from_messages and extract and ctx.llm is not None:
+                self._note_args_read(extracted, {n: "model" for n in extract}, extract, frame, ctx)
+            gave = gave or any(n in node.extracts for n in extracted)
             if ask_choice:
                 choice = str(call.get("choice", prompts.NONE_CHOICE))
                 frame.data.decided_by[branch.id] = "llm"
         if branch is None:
-            return None, bool(extracted) or bool(by_pattern)
+            return None, gave
         choice = choice or prompts.NONE_CHOICE
         if choice.startswith("switch:") and choice[7:] in {s.name for s in switches}:
             frame.waiting = True  # resume here, at the question, after the other agent
@@ -517,6 +567,107 @@ class FlowExecutor:
         if not fields:
             return {}
         return extract_values(message, fields, ctx.eval_env.clock(), options, patterns, synonyms)
+
+    @staticmethod
+    def _args_not_asked(node: ListenNode, frame: Frame, ctx: TurnContext, graph: StepGraph) -> list[str]:
+        """The agent's arguments, not yet set, that this step's question does not ask for and that the
+        flow does not set itself (a `set` step, a call's result, a tool's returned value): values the
+        user may give at any message."""
+        agent = ctx.program.agents[frame.agent]
+        values = ctx.values(frame.agent)
+        own = {o.target.name for outputs in agent.tool_outputs.values() for o in outputs
+               if o.target.scope == frame.agent}
+        for other in graph.nodes.values():
+            if isinstance(other, AssignNode):
+                own.update(a.target.name for a in other.assignments if a.target.scope == frame.agent)
+            elif isinstance(other, InvokeNode) and other.bind is not None and other.bind.scope == frame.agent:
+                own.add(other.bind.name)
+        return [a.name for a in agent.args
+                if a.name not in node.extracts and a.name not in own and values.get(a.name) is None]
+
+    def _read_args(self, names: list[str], node: ListenNode, frame: Frame, ctx: TurnContext) -> dict[str, Any]:
+        """With no model to read it, the values of `names` the message gives, written like extracted
+        ones: by the kind the argument's name says (a phone number, an e-mail address, a day, a number, a
+        code with a digit), as one of the values listed for it (compared with in a condition, listed in
+        its description, or listed by the question this step answers), after its name ("genre=mystery",
+        "my name is Marta"). Nothing is guessed, and a free text is not taken whole ("Marta Ruiz" as
+        a name): an argument the message does not give this way stays unset."""
+        agent = ctx.program.agents[frame.agent]
+        message = ctx.input.text or ctx.last_user_message()
+        typed = {a.name for a in agent.args if a.type in PATTERN_TYPES} | set(self._fields(frame, ctx))
+        asked = [n for n in node.extracts if n in names]
+        question = self._question_of(node, frame, ctx)
+        now = ctx.eval_env.clock()
+        found: dict[str, Any] = {}
+        how: dict[str, str] = {}
+        taken: dict[str, int] = {}
+        listed: dict[str, list[str]] = {}
+        for name in names:
+            if name in typed:
+                continue  # a typed field: read by its type (_extract_by_pattern)
+            listed[name] = _listed_values(name, agent, graph_of(ctx, frame), question if asked == [name] else "")
+            value, way = (named_option(message, listed[name]), "listed value") if listed[name] else (None, "")
+            kind = kind_of_name(name)
+            if value is None and kind is not None:
+                given = spans(message, kind, now)
+                if taken.get(kind, 0) < len(given):  # two of a kind take the values in the message's order
+                    value, way = given[taken.get(kind, 0)], kind
+                    taken[kind] = taken.get(kind, 0) + 1
+            if value is None:
+                value, way = value_named(message, name), "named"
+            if value is not None:
+                found[name], how[name] = value, way
+        got = self._apply_extracted(found, names, frame, ctx, by_pattern=True)
+        self._note_args_read(got, how, [n for n in names if n not in typed], frame, ctx)
+        return got
+
+    @staticmethod
+    def _note_args_read(got: dict[str, Any], how: dict[str, str], names: list[str], frame: Frame,
+                        ctx: TurnContext) -> None:
+        """The trace of one message read for the flow's arguments: what was read, how, from which message
+        (its turn and text), and which arguments it gave nothing for."""
+        if not names:
+            return
+        ctx.log.emit("args_read", frame.agent, args=got, by={n: how[n] for n in got if n in how},
+                     unread=[n for n in names if n not in got], turn=ctx.state.turn,
+                     message=ctx.input.text or ctx.last_user_message())
+
+    @staticmethod
+    def _checked(answer: Any, names: list[str], frame: Frame, ctx: TurnContext) -> dict[str, Any]:
+        """A model's values for the flow's arguments, checked: only the arguments asked for, no empty or
+        "unknown" values, no nested objects, and a value for an argument whose name says its kind (a
+        phone number, an e-mail address, a day, a number) must read as one. What is refused is traced."""
+        if not isinstance(answer, dict):
+            return {}
+        agent = ctx.program.agents[frame.agent]
+        typed = {a.name for a in agent.args if a.type in PATTERN_TYPES}
+        kept: dict[str, Any] = {}
+        refused: dict[str, Any] = {}
+        for name, value in answer.items():
+            if name not in names or value is None or (isinstance(value, str) and value.strip().lower() in _NO_VALUE):
+                continue
+            kind = None if name in typed else kind_of_name(name)
+            nested = isinstance(value, dict) or (isinstance(value, list) and any(isinstance(v, (dict, list))
+                                                                                  for v in value))
+            unreadable = (kind in ("phone", "email", "date") and not spans(str(value), kind)) or \
+                (kind == "number" and not isinstance(value, (int, float)) and not spans(str(value), "number"))
+            if nested or unreadable:
+                refused[name] = value
+                continue
+            kept[name] = value.strip() if isinstance(value, str) else value
+        if refused:
+            ctx.log.emit("step", frame.agent, action="values the model gave refused", args=refused,
+                         why="not of the kind the argument's name says, or not a plain value")
+        return kept
+
+    @staticmethod
+    def _question_of(node: ListenNode, frame: Frame, ctx: TurnContext) -> str:
+        """The words of the question this `user` step answers (the flow's last said step, right before it)."""
+        graph = graph_of(ctx, frame)
+        said = graph.nodes.get(frame.data.last_say) if graph is not None and frame.data.last_say else None
+        if not isinstance(said, SayNode) or said.next != node.id:
+            return ""
+        return ctx.render(said.text, frame.agent, frame)
 
     def _extract_by_pattern(self, names: list[str], frame: Frame, ctx: TurnContext) -> dict[str, Any]:
         """Values the message gives that patterns can read, written like extracted ones."""
@@ -906,11 +1057,8 @@ class FlowExecutor:
         if field is None or field.type != "string" or _choices(field, ctx.program.agents[frame.agent])[0] or \
                 any(v.kind == "pattern" for v in field.validations):
             return {}
-        text = (ctx.input.text or "").strip()
-        text = re.sub(r"^(?:(?:i'?d like|i would like|i want|i'?m looking|i need)\s+(?:to\s+)?(?:go|stay|travel|book)?"
-                      r"\s*(?:to|in|at)?|(?:it'?s|it is|that'?s|my \w+ is|to|in|at)\b)\s*", "", text, flags=re.IGNORECASE)
-        text = re.sub(r"\s*(?:,?\s*please|,?\s*thanks?(?: you)?)?[.!?]*$", "", text, flags=re.IGNORECASE).strip()
-        if not text or len(text.split()) > 6:
+        text = short_answer(ctx.input.text or "")
+        if text is None:
             return {}
         return self._apply_extracted({field.name: text}, names, frame, ctx, by_pattern=True)
 
@@ -1099,6 +1247,43 @@ def _choices(field, agent) -> tuple[list[str], dict[str, list[str]]]:
 
 def _or_list(values: list[str]) -> str:
     return values[0] if len(values) == 1 else ", ".join(values[:-1]) + " or " + values[-1]
+
+
+def _listed_values(name: str, agent, graph: StepGraph | None, question: str) -> list[str]:
+    """The values listed for an argument: the texts a condition compares it with (`bike_type == "road"`,
+    `size in ["S", "M"]`), a list in its description, and a list in the question asked for it."""
+    out: list[str] = []
+
+    def add(value) -> None:
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, str) and item.strip() and item not in out:
+                out.append(item)
+
+    def walk(value) -> None:
+        if isinstance(value, Compare) and value.cmp in ("==", "!=", "in", "not in"):
+            for mine, other in ((value.left, value.right), (value.right, value.left)):
+                if isinstance(mine, Ref) and mine.space == "var" and mine.scope == agent.name and mine.name == name:
+                    if isinstance(other, Lit):
+                        add(other.value)
+                    elif isinstance(other, ListLit):
+                        add([i.value for i in other.items if isinstance(i, Lit)])
+        if isinstance(value, BaseModel):
+            for field_name in type(value).model_fields:
+                walk(getattr(value, field_name))
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    if graph is not None:
+        for node in graph.nodes.values():
+            if isinstance(node, BranchNode):
+                for case in node.cases:
+                    if isinstance(case.condition, ExprCondition):
+                        walk(case.condition.expr)
+    described = next((a.description for a in agent.args if a.name == name), "")
+    add(listed_values(described) if described else [])
+    add(listed_values(question) if question else [])
+    return out
 
 
 def claims_choices(branch: BranchNode) -> list[tuple[str, list[str]]]:

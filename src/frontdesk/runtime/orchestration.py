@@ -38,6 +38,7 @@ from typing import Any
 from frontdesk.ir.models import (
     DEFAULT_ORCHESTRATION,
     ORCHESTRATION_STRATEGIES,
+    KnowledgeAgent,
     RouterAgent,
 )
 from frontdesk.llm.base import LLMError, LLMRequest, LLMResponse, ScriptError
@@ -57,6 +58,11 @@ DRAFTING = ("first-success", "best-of-n")
 BLOCKED = "\0blocked"  # a guardrail stopped the message and the user was told why
 MAX_DRAFTERS = 4  # best-of-n: members drafting at the same time, at most
 NOT_HERE = "Sorry, I can't help with that here."
+# The routing call's choice for a user who ends the conversation, offered when the router has an exit
+# policy (`exit: default` or a text), as MICA's routing prompt offers [Exit].
+EXIT_CHOICE = "end_conversation"
+EXIT_DESCRIPTION = ("The user is ending the conversation (a goodbye, or nothing more is needed): say goodbye "
+                    "and close it")
 ROUTE_APOLOGY = "Sorry, I'm having trouble right now. Could you say that again in a moment?"
 
 
@@ -119,9 +125,24 @@ def describe_agent(agent) -> str:
     return text or agent.name.replace("_", " ")
 
 
+def has_exit(router: RouterAgent) -> bool:
+    """Whether the router closes the conversation when the user ends it (`exit: default` or a text)."""
+    return router.exit is not None and router.exit.kind in ("default", "text")
+
+
+def with_exit(router: RouterAgent, candidates) -> list:
+    """The routing call's candidates, with the choice to end the conversation when the router has an exit policy."""
+    candidates = list(candidates)
+    if has_exit(router) and EXIT_CHOICE not in {c.name for c in candidates}:
+        candidates.append(KnowledgeAgent(name=EXIT_CHOICE, description=EXIT_DESCRIPTION))
+    return candidates
+
+
 def llm_route(router: RouterAgent, frame: Frame, ctx: TurnContext, candidates) -> str | None:
     """One routing call; its guardrails ride along unless they were checked already this turn.
-    BLOCKED when a guardrail stops the message (the user was told)."""
+    BLOCKED when a guardrail stops the message (the user was told); EXIT_CHOICE when the model judges
+    that the user ends the conversation (a router with an exit policy)."""
+    candidates = with_exit(router, candidates)
     guards = guard_agents(router, ctx)
     merged = bool(guards) and ctx.orchestration.get("guarded") is not True  # True: a model checked it
     request = route_request(router, candidates, ctx, guards if merged else [])

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from frontdesk.ir.expr import Ref
 from frontdesk.ir.models import Agent, Policy
 from frontdesk.runtime.state import FlowData, Frame
-from frontdesk.runtime.steps import Outcome
+from frontdesk.runtime.steps import Done, Outcome
 
 if TYPE_CHECKING:  # pragma: no cover
     from frontdesk.runtime.context import TurnContext
@@ -43,38 +43,180 @@ def setup_frame(ctx: TurnContext, agent: Agent) -> Frame:
     return Frame(id=ctx.new_frame_id(), agent=agent.name, kind="flow", graph="setup")
 
 
-def policy_message(policy: Policy | None) -> str:
-    """The words a text policy says: its quoted sentence when it has one, else the text itself."""
-    if policy is None or policy.kind == "default":
-        return DEFAULT_FALLBACK
-    quoted = re.search(r'"([^"]+)"|“([^”]+)”', policy.value)
+# ---- fallback and exit texts ---------------------------------------------------------------------------
+#
+# A text policy is either the words to say ("Sorry, I didn't understand that.") or a strategy for a model
+# (the ADL paper: "Provide a fallback message: ... If the fallback occurs three times consecutively,
+# terminate the conversation."). Words are said as written. A strategy is followed: with a model that can
+# write, the model writes the message from it; with none, the message is built from it by the rules
+# below (docs/adl-semantics.md), and the instruction itself is never said.
+
+DEFAULT_EXIT = "Goodbye!"
+# said on the fallback that ends the conversation, when no model writes it
+FALLBACK_ENDING = "Sorry, I still couldn't understand. Let's end the conversation here. Goodbye!"
+_VERBS = (r"say|tell|give|provide|reply|respond|answer|apologi[sz]e|ask|inform|let|explain|offer|suggest|remind|"
+          r"output|generate|write|return|use|direct|redirect|guide|thank|greet|end|terminate|close|transfer|"
+          r"escalate|acknowledge|express|notify|invite|encourage|clarify|prompt|mention|state|repeat|confirm|"
+          r"send|show|politely|kindly|always|if|when|whenever|once|after")
+# (a verb addressed to the user, "Please tell me your order number", is words to say)
+_INSTRUCTION = re.compile(r"^\W*(?:please\s+)?(?:" + _VERBS + r")\b(?!\s+(?:me|us)\b)|\bthe\s+(?:user|customer)\b",
+                          re.IGNORECASE)
+_QUOTED = re.compile(r'"([^"]+)"|“([^”]+)”')
+# "Give a fallback message: I'm sorry, ..." / "Say: we are closed."
+_AFTER_COLON = re.compile(r"^\W*(?:please\s+)?(?:" + _VERBS + r")\b[^:.]{0,60}:\s*(?P<words>.+)$",
+                          re.IGNORECASE | re.DOTALL)
+# "Say that you can ...", "Tell the user that ...", "Let the customer know that ..."
+_SAY_THAT = re.compile(r"^\W*(?:please\s+)?(?:politely\s+)?(?:say|tell\s+(?:the\s+(?:user|customer)|them)|explain|"
+                       r"reply|respond|answer|mention|state|let\s+the\s+(?:user|customer)\s+know|"
+                       r"inform\s+the\s+(?:user|customer))(?:\s+(?:to\s+(?:the\s+)?(?:user|customer)|politely))?"
+                       r"\s+that\s+(?P<clause>.+)$", re.IGNORECASE | re.DOTALL)
+# "Ask the user to rephrase", "Apologize and ask the customer to try again"
+_ASK_TO = re.compile(r"^\W*(?:please\s+)?(?P<sorry>apologi[sz]e\s*(?:,|and)\s*)?(?:politely\s+)?ask\s+"
+                     r"(?:the\s+(?:user|customer)|them)\s+to\s+(?P<what>[^.]+)", re.IGNORECASE)
+# a sentence that tells what to do, not what to say ("If fallback three times consecutively, then ...")
+_STRATEGY = re.compile(r"^\W*(?:if|when|whenever|once|after|otherwise|then)\b|\bterminate\b|\bconsecutive|"
+                       r"\bthe\s+(?:user|customer)\b", re.IGNORECASE)
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+_TIMES = {"once": 1, "twice": 2, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+          "eight": 8, "nine": 9, "ten": 10}
+_ENDS_AFTER = re.compile(r"\b(?P<n>\d+|one|two|three|four|five|six|seven|eight|nine|ten)\s+times\b|\b(?P<w>once|twice)\b",
+                         re.IGNORECASE)
+_ENDS_WORDS = re.compile(r"\b(?:terminate|end|close|stop|finish)s?\b[^.]{0,30}\b(?:conversation|session|chat|"
+                         r"dialog(?:ue)?)\b", re.IGNORECASE)
+
+
+def is_instruction(text: str) -> bool:
+    """Whether a policy text tells what to do (a strategy) rather than being the words to say."""
+    return bool(_INSTRUCTION.search(text or ""))
+
+
+def _you_to_me(clause: str) -> str:
+    """A clause about the bot written to the model ("you can book a repair"), as the bot says it."""
+    swaps = ((r"\byou are\b", "I am"), (r"\byou're\b", "I'm"), (r"\byourself\b", "myself"), (r"\byour\b", "my"),
+             (r"^you\b", "I"), (r"\b(and|or|but|that|so|because) you\b", r"\1 I"),
+             (r"\bthe (?:user|customer)'s\b", "your"), (r"\bthe (?:user|customer)\b", "you"))
+    for pattern, replacement in swaps:
+        clause = re.sub(pattern, replacement, clause, flags=re.IGNORECASE)
+    return clause
+
+
+def _sentence(text: str) -> str:
+    text = " ".join(text.split()).strip()
+    if not text:
+        return ""
+    text = text[0].upper() + text[1:]
+    return text if text[-1] in ".!?" else text + "."
+
+
+def _words_only(text: str) -> str:
+    """The sentences of a text that are words to say, up to the first that states a strategy."""
+    kept = []
+    for sentence in _SENTENCE.split(text.strip()):
+        if _STRATEGY.search(sentence):
+            break
+        kept.append(sentence)
+    return " ".join(kept).strip()
+
+
+def policy_message(policy: Policy | None, kind: str = "fallback") -> str:
+    """What a text policy says with no model to write it: its quoted sentence; else the text itself when it
+    is the words to say; else the words an instruction gives ("Give a fallback message: I'm sorry, ..."),
+    "Say that you can X" as "I can X.", "Ask the user to X" as "Could you X?"; else the standard sentence
+    (never the instruction itself). `kind` is "fallback" or "exit"."""
+    default = DEFAULT_EXIT if kind == "exit" else DEFAULT_FALLBACK
+    if policy is None or policy.kind != "text" or not policy.value.strip():
+        return default
+    text = policy.value.strip()
+    quoted = _QUOTED.search(text)
     if quoted:
         return quoted.group(1) or quoted.group(2)
-    return policy.value
+    if not is_instruction(text):
+        return text
+    found = _AFTER_COLON.match(text)
+    if found and _words_only(found["words"]):
+        return _sentence(_words_only(found["words"]))
+    found = _SAY_THAT.match(text)
+    if found and _words_only(found["clause"]):
+        return _sentence(_you_to_me(_words_only(found["clause"])))
+    found = _ASK_TO.match(text)
+    if found:
+        what = re.sub(r"\btheir\b", "your", re.sub(r"\bthem(?:selves)?\b", "you", found["what"].strip()))
+        question = "Could you " + what.rstrip("?!. ") + "?"
+        return ("Sorry. " if found["sorry"] else "") + question
+    return default
+
+
+def ends_after(policy: Policy | None) -> int | None:
+    """The fallbacks in a row after which a text policy ends the conversation ("If the fallback occurs three
+    times consecutively, terminate the conversation"), or None when it says no such thing."""
+    if policy is None or policy.kind != "text":
+        return None
+    for sentence in re.split(r"(?<=[.;!])\s+|\n+", policy.value):
+        count = _ENDS_AFTER.search(sentence)
+        if count and _ENDS_WORDS.search(sentence):
+            word = (count["n"] or count["w"]).lower()
+            return int(word) if word.isdigit() else _TIMES[word]
+    return None
+
+
+def needs_model(policy: Policy | None) -> bool:
+    """Whether the words of a policy are written by a model when one can write: a text that is a strategy
+    and quotes no words to say (the last fallback before the conversation ends is written by it too)."""
+    return policy is not None and policy.kind == "text" and is_instruction(policy.value) \
+        and (not _QUOTED.search(policy.value) or ends_after(policy) is not None)
+
+
+def policy_words(ctx: TurnContext, agent_name: str, policy: Policy | None, kind: str = "fallback",
+                 last: bool = False) -> str:
+    """What an agent says when its fallback or exit policy applies. A text that is a strategy is given to the
+    model, which writes the message (`last`: the conversation ends after it), unless it quotes the words to
+    say; with no model that can write, or when the call fails, the message is built from the text by rules
+    (`policy_message`)."""
+    offline = FALLBACK_ENDING if last and kind == "fallback" else policy_message(policy, kind)
+    if policy is None or policy.kind != "text" or not is_instruction(policy.value) or not ctx.llm_classifies:
+        return offline
+    if _QUOTED.search(policy.value) and not last:
+        return offline  # the text gives the very words: they are said, as written
+    from frontdesk.runtime import prompts
+
+    request = prompts.policy_request(ctx.program.agents[agent_name], kind, policy.value, ctx.state.history,
+                                     ctx.program.settings.history_window, last)
+    answer = ctx.call_args(request, agent_name, f"{kind} policy")
+    words = str((answer or {}).get("message") or "").strip()
+    return words if words and words != policy.value.strip() else offline
 
 
 def apply_fallback(ctx: TurnContext, frame: Frame, reason: str, final: bool = False) -> Outcome:
     """The agent could not handle the user's message: follow its fallback policy.
 
-    A text policy is said and the agent asks again; an agent policy hands the message to that
-    agent. After too many consecutive fallbacks, or when `final`, the agent ends with an error.
+    A text policy is said (or followed, when it is a strategy: `policy_words`) and the agent asks again; an
+    agent policy hands the message to that agent. After too many consecutive fallbacks (the number the
+    text gives when it says to end the conversation, else `max_consecutive_fallbacks`), or when `final`,
+    the agent ends with an error; when the text says so, the conversation ends with it.
     """
     agent = ctx.program.agents[frame.agent]
     policy = agent.fallback
     data: FlowData = frame.data  # type: ignore[assignment]
     data.fallbacks += 1
-    limit = ctx.program.settings.max_consecutive_fallbacks
+    ends = ends_after(policy)
+    limit = ends or ctx.program.settings.max_consecutive_fallbacks
     ctx.log.emit("fallback", frame.agent, reason=reason, policy=policy.shown() if policy else None,
                  count=data.fallbacks)
     hands_over = policy is not None and policy.kind == "agent" and policy.value in ctx.program.agents
     if final or data.fallbacks >= limit:
+        ending = ends is not None and not final and data.fallbacks >= ends
         if not hands_over:
-            ctx.say(frame.agent, policy_message(policy))
+            ctx.say(frame.agent, policy_words(ctx, frame.agent, policy, "fallback", last=ending))
+        if ending:
+            ctx.log.emit("step", frame.agent, action="the fallback policy ends the conversation",
+                         count=data.fallbacks)
+            return Done(status="error", message=f"{data.fallbacks} fallbacks in a row: the conversation ends",
+                        ends_conversation=True)
         return Outcome.done("error", reason if final else f"{data.fallbacks} fallbacks in a row")
     if hands_over:
         data.node = data.last_listen
         return Outcome.call(new_frame(ctx, policy.value, offer_input_by=f"fallback policy of {frame.agent}"))
-    ctx.say(frame.agent, policy_message(policy))
+    ctx.say(frame.agent, policy_words(ctx, frame.agent, policy, "fallback"))
     # Back at the `user` step: the next message is the user's answer to the fallback.
     data.node = data.last_listen
     frame.waiting = True

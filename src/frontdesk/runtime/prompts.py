@@ -334,6 +334,50 @@ def summary_request(agent: Agent, transcript: str) -> LLMRequest:
     return _request(SUMMARY_PURPOSE, summary_plan(agent, transcript))
 
 
+# ---- a fallback or exit policy written as a strategy (ADL `fallback:` / `exit:` text) ----------------------
+
+POLICY_TOOL = "policy_message"  # {policy, message}: what the agent says, following its policy's text
+POLICY_KINDS = ("fallback", "exit")
+
+
+def policy_plan(agent: Agent, kind: str, text: str, history: list[HistoryItem], window: int,
+                last: bool = False) -> PromptPlan:
+    """The words an agent says when its fallback (it could not handle the message) or exit (it is done)
+    policy applies, written by the model from the policy's text, a strategy rather than the words."""
+    situation = ("The agent could not handle the user's latest message." if kind == "fallback"
+                 else "The conversation with the agent is ending.")
+    system = Message("system", [
+        Fixed("POLICY_ROLE", (
+            f'You write the next message of "{agent.name}", an agent of a customer-service assistant, to the '
+            "user. Follow the agent's policy below: it says what to do, it is not the words to say. Write only "
+            f"the message for the user, in the conversation's language, and answer by calling {POLICY_TOOL}.")),
+        Value("sys.policy.situation", situation, "[@T]", comment="fallback: not understood; exit: ending"),
+        Value("sys.policy.text", f"Policy: {text}", "[@T]", comment="the agent's fallback or exit text"),
+        Maybe("sys.policy.last", [Fixed("POLICY_LAST", "This is the last message: the conversation ends after "
+                                                       "it, so close it politely.")],
+              present=last, parts=[Fixed("POLICY_LAST", "This is the last message: the conversation ends after "
+                                                        "it, so close it politely.")]),
+    ])
+    return PromptPlan(f"Policy_{agent.name}", "[@T]", [system, conversation_message(history, window)],
+                      comment=f"{agent.name}: the message its {kind} policy asks for (tool: {POLICY_TOOL})")
+
+
+def policy_request(agent: Agent, kind: str, text: str, history: list[HistoryItem], window: int,
+                   last: bool = False) -> LLMRequest:
+    tool = ToolSchema(
+        name=POLICY_TOOL,
+        description="Say this message to the user.",
+        parameters={
+            "type": "object",
+            "properties": {"policy": {"type": "string", "enum": [kind]},
+                           "message": {"type": "string", "description": "the message for the user"}},
+            "required": ["policy", "message"],
+        },
+    )
+    plan = policy_plan(agent, kind, text, history, decision_window(window), last)
+    return _request("fallback", plan, tools=[tool], tool_choice=POLICY_TOOL)
+
+
 def _without_repeated_descriptions(parameters: dict[str, Any], seen: set[tuple[str, str]]) -> dict[str, Any]:
     """A tool's parameters with the description of a parameter left out when an earlier tool of the
     same request described the same parameter in the same words (`username` in every banking tool)."""

@@ -7,6 +7,9 @@ false members whose interrupted run is dropped, CONTEXT pass / summary / history
 over, ON_RETURN maps, `handoff.completed` and the supervisor's COMPLETE rules. The routing call itself
 (shared with the strategies that route before the agents run) is in runtime/orchestration.py; handing a
 member over, and `__return_to_parent__` for members with RETURN: true, in runtime/handoff.py.
+
+An ensemble's start steps that end at `user` hand the message they read on to the members; an ensemble
+with an exit policy (`exit: default`) ends the conversation when the user says goodbye (`_exit`).
 """
 
 from __future__ import annotations
@@ -18,16 +21,33 @@ from dataclasses import replace
 from frontdesk.ir.expr import ExprCondition
 from frontdesk.ir.models import Ref, RouterAgent, RouterMember
 from frontdesk.llm.base import LLMError, LLMRequest, LLMResponse
+from frontdesk.nlu.base import Option, Thresholds
 from frontdesk.nlu.matcher import polarity
 from frontdesk.runtime import orchestration, prompts
 from frontdesk.runtime.context import ChildResult, Outcome, TurnContext
 from frontdesk.runtime.escalation import check_triggers
 from frontdesk.runtime.events import register_event_type
 from frontdesk.runtime.handoff import handoff_returned, receiver_context, resume_thread
-from frontdesk.runtime.orchestration import ROUTE_APOLOGY, describe_agent, llm_route, route_request, routed
-from frontdesk.runtime.policies import DROPS_TASK, few_words, new_frame, policy_message, setup_frame, switch_candidates
+from frontdesk.runtime.orchestration import (
+    EXIT_CHOICE,
+    ROUTE_APOLOGY,
+    describe_agent,
+    has_exit,
+    llm_route,
+    route_request,
+    routed,
+)
+from frontdesk.runtime.policies import (
+    DROPS_TASK,
+    few_words,
+    new_frame,
+    policy_words,
+    setup_frame,
+    switch_candidates,
+)
 from frontdesk.runtime.preclassify import PipelineConfig
 from frontdesk.runtime.state import Frame, RouterData
+from frontdesk.runtime.steps import Done
 
 register_event_type("handoff_match", "a router handed the conversation to a member it started", ("target",))
 register_event_type("pre_classification", "a supervisor's pre-classification pipeline (ABL 3.15) read the message",
@@ -44,6 +64,21 @@ CLARIFY_FLOOR = 0.2  # an agent this far from the message is not offered in a cl
 # issue 7, 3 of the 74 left unsure, all 3 right; see its README).
 LIKELY_SCORE = 0.70
 LIKELY_MARGIN = 0.04
+GOODBYE = "Goodbye!"  # what an exit policy says to a user who ends the conversation (MICA's exit agent's words)
+ENDED_BY_USER = "the user ended the conversation"
+# With no model to judge, a message is a goodbye when it is made only of closing words ("thanks, bye",
+# "that's all, goodbye", "no, that's all for today") or the embedding model puts it this close to
+# GOODBYES (English only; deliberately strict: "no thanks" alone declines an offer, it does not leave).
+FAREWELL = re.compile(r"\b(?:good\s*-?\s*bye|bye(?:\s*-?\s*bye)?|see\s+(?:you|ya)|farewell|take\s+care|good\s*night|"
+                      r"have\s+a\s+(?:nice|good|great|lovely)\s+(?:day|evening|night|weekend|one)|"
+                      r"that'?s\s+(?:all|it|everything)|that\s+is\s+(?:all|it|everything)|"
+                      r"i'?m\s+(?:done|all\s+set)|i\s+am\s+(?:done|all\s+set)|nothing\s+(?:else|more))\b")
+CLOSING_WORDS = frozenset("thanks thank you so much very a lot ok okay great perfect cool alright fine all right no "
+                          "nope for now today then that cheers again really the your help and i need needed wanted "
+                          "was it oh well bye".split())
+GOODBYES = ("bye", "goodbye", "thanks, bye", "that's all, goodbye", "that's all I needed, thank you",
+            "I'm done, thanks", "see you later", "have a nice day", "no thanks, that's everything", "nothing else, bye")
+GOODBYE_SCORE = 0.8
 
 
 class RouterExecutor:
@@ -62,9 +97,16 @@ class RouterExecutor:
             ctx.log.emit("route_decided", router.name, agent=chosen, by="the agent that read the message",
                          reason="the message also asks for this")
         ctx.input.also = None
-        if chosen in ctx.input.passed or chosen not in {m.agent for m in router.members}:
+        if chosen != EXIT_CHOICE and (chosen in ctx.input.passed or chosen not in {m.agent for m in router.members}):
             chosen = None
+        if chosen != EXIT_CHOICE and self._goodbye_offline(router, ctx):
+            # no model to judge: a goodbye ends the conversation, after the member sure to answer it (an FAQ
+            # entry that says goodbye) has had it
+            ctx.orchestration["goodbye"] = router.name
+            chosen = chosen or self._answers_goodbye(router, frame, ctx) or EXIT_CHOICE
         chosen = chosen or self._by_condition(router, frame, ctx) or self._choose(router, frame, ctx)
+        if chosen == EXIT_CHOICE:
+            return self._exit(router, frame, ctx)
         if chosen == orchestration.BLOCKED:  # a guardrail stopped the message; the user was told
             # a task the message had taken the user away from (a topic switch read before the check) is
             # where the conversation stays: back on the stack, waiting, without asking again
@@ -106,6 +148,12 @@ class RouterExecutor:
         data: RouterData = frame.data  # type: ignore[assignment]
         router: RouterAgent = ctx.program.agents[frame.agent]  # type: ignore[assignment]
         member = member_of(router, child.agent)
+        if child.setup and child.kind == "done" and ctx.input.state == "taken" and ctx.input.holder == child.frame_id \
+                and not any(m.by == router.name for m in ctx.said):
+            # Its start steps ended at a `user` step (`steps: [user]`): they run first, then the members
+            # handle the message they read (ADL paper B.5), in the same turn.
+            ctx.input.hand_on(child.frame_id, router.name, "the start steps read the message for the members")
+            return
         if not child.setup and child.kind == "done" and member is not None and child.graph == "main" \
                 and router.policy.tracks_completion:  # handoff.completed, ON_RETURN, COMPLETE (ABL supervisors)
             self._member_done(router, frame, member, child, ctx)
@@ -153,7 +201,8 @@ class RouterExecutor:
         dropping = self._dropped_task(frame, ctx, {c.name for c in candidates})
         if dropping is not None:
             return dropping
-        if len(candidates) == 1 and not ctx.input.passed:
+        if len(candidates) == 1 and not ctx.input.passed and not (has_exit(router) and ctx.llm_classifies):
+            # (with an exit policy the model may judge the message a goodbye: one member is still a choice)
             ctx.log.emit("route_decided", router.name, agent=candidates[0].name, by="only member")
             return candidates[0].name
         pipeline = PipelineConfig.of(router, ctx.program)
@@ -409,6 +458,9 @@ class RouterExecutor:
     def _after_message(self, frame: Frame, ctx: TurnContext) -> Outcome:
         """The user's message is dealt with: go back to an interrupted task, or wait."""
         completed = frame.data.decisions.pop("completed", None)  # a member ended this turn
+        if ctx.orchestration.get("goodbye") == frame.agent and ctx.input.text is not None:
+            # a member answered the user's goodbye: nothing interrupted comes back after it
+            return self._exit(ctx.program.agents[frame.agent], frame, ctx)  # type: ignore[arg-type]
         if ctx.threads_of(frame.data.suspended):
             resumed = self._resume(frame, ctx)
             if resumed is not None:
@@ -448,6 +500,43 @@ class RouterExecutor:
         top.reask = True  # it asks its question again (with the values of now) when it runs
         return Outcome.call(top)
 
+    @staticmethod
+    def _goodbye_offline(router: RouterAgent, ctx: TurnContext) -> bool:
+        """With no model that judges (none, or only the small local one), whether the message ends the
+        conversation, for a router with an exit policy: by its words, else by the embedding model."""
+        if not has_exit(router) or ctx.llm_classifies or ctx.orchestration.get("goodbye"):
+            return False
+        return says_goodbye(ctx, router.name, ctx.input.text or "")
+
+    def _answers_goodbye(self, router: RouterAgent, frame: Frame, ctx: TurnContext) -> str | None:
+        """The member the embedding model is sure the goodbye is for (an FAQ entry "Thanks, bye"), if any."""
+        names = [c.name for c in self._candidates(router, frame, ctx)]
+        decision = ctx.embed_decide(ctx.input.text or "", ctx.agent_options(names), "route", router.name) \
+            if names else None
+        if decision is None or not decision.sure or decision.choice is None:
+            return None
+        ctx.log.emit("route_decided", router.name, agent=decision.choice, by="embedding",
+                     reason="a goodbye this member answers; the conversation ends after it",
+                     score=round(decision.score, 3))
+        return decision.choice
+
+    def _exit(self, router: RouterAgent, frame: Frame, ctx: TurnContext) -> Outcome:
+        """The user ended the conversation: the tasks that wait are dropped, the exit policy says goodbye
+        (unless an agent already answered the message) and the session ends."""
+        data: RouterData = frame.data  # type: ignore[assignment]
+        for thread in ctx.threads_of(data.suspended):
+            ctx.drop_thread(thread.id)
+            ctx.log.emit("agent_dropped", thread.base.agent, by=router.name, reason=ENDED_BY_USER, thread=thread.id)
+        data.suspended = []
+        if ctx.input.is_open:
+            ctx.input.state = "taken"
+        ctx.log.emit("step", router.name, action="exit policy", policy=router.exit.shown() if router.exit else None,
+                     reason=ENDED_BY_USER)
+        if not ctx.said:
+            ctx.say(router.name, policy_words(ctx, router.name, router.exit, "exit")
+                    if router.exit is not None and router.exit.kind == "text" else exit_words(router), frame)
+        return Done(status="success", message=ENDED_BY_USER, ends_conversation=True)
+
     def _fallback(self, router: RouterAgent, frame: Frame, ctx: TurnContext) -> Outcome:
         policy = router.fallback
         ctx.log.emit("fallback", router.name, reason="no agent fits the message",
@@ -468,7 +557,7 @@ class RouterExecutor:
                               if a.description.strip())
             message = "Sorry, I can't help with that." + (f" I can help with: {helps}." if helps else "")
         else:
-            message = policy_message(policy)
+            message = policy_words(ctx, router.name, policy, "fallback")
         ctx.say(router.name, message, frame)
         frame.waiting = True
         return Outcome.wait()
@@ -478,6 +567,44 @@ def member_of(router: RouterAgent | None, name: str) -> RouterMember | None:
     if router is None:
         return None
     return router.member(name)
+
+
+def exit_words(router: RouterAgent) -> str:
+    """What the exit policy says: a text policy's quoted sentence when it has one, else "Goodbye!"."""
+    policy = router.exit
+    quoted = re.search(r'"([^"]+)"|“([^”]+)”', policy.value) if policy is not None and policy.kind == "text" else None
+    return (quoted.group(1) or quoted.group(2)) if quoted else GOODBYE
+
+
+def typed_goodbye(text: str) -> bool:
+    """Whether the message is made only of closing words and names a way of leaving ("thanks, bye")."""
+    lowered = text.lower().replace("’", "'")
+    if "?" in lowered or not FAREWELL.search(lowered):
+        return False
+    return all(word in CLOSING_WORDS for word in re.findall(r"[a-z']+", FAREWELL.sub(" ", lowered)))
+
+
+def says_goodbye(ctx: TurnContext, agent: str, text: str) -> bool:
+    """Whether a message ends the conversation, judged without a model: its words, else the embedding
+    model sure it is like GOODBYES (never the small local generator)."""
+    if not text.strip() or "?" in text:
+        return False
+    if typed_goodbye(text):
+        ctx.log.emit("step", agent, action="the user ends the conversation", by="closing words")
+        return True
+    if ctx.understanding is None:
+        return False
+    try:
+        decision = ctx.understanding.decide(text, [Option(EXIT_CHOICE, GOODBYES)], "route",
+                                            Thresholds(accept=GOODBYE_SCORE, margin=0.0, reject=GOODBYE_SCORE))
+    except Exception as exc:  # noqa: BLE001 - a broken local model must not end the conversation
+        ctx.log.emit("error", agent, where="goodbye by embedding", message=f"{type(exc).__name__}: {exc}")
+        return False
+    if decision.sure and decision.choice == EXIT_CHOICE:
+        ctx.log.emit("step", agent, action="the user ends the conversation", by="embedding",
+                     score=round(decision.score, 3))
+        return True
+    return False
 
 
 # ---- ABL 3.15: the supervisor's pre-classification pipeline (its settings: runtime/preclassify.py) ---------

@@ -3,7 +3,7 @@ each by its type (runtime/engine.py, `Engine._drive`).
 
 - `Wait`: the frame waits for the user's next message (the turn ends).
 - `Done`: the agent finished, with a status, a message and a value (its result); the frame that
-  called it gets them in `child_finished`.
+  called it gets them in `child_finished`. With `ends_conversation` the whole session ends with it.
 - `Call`: start `frame` above this one; this one gets the child's result when it ends.
 - `Transfer`: hand the conversation to `frame`: with `resume`, this frame's thread is suspended and
   comes back when that agent ends (a handoff that returns); without, this frame ends.
@@ -88,6 +88,8 @@ class Done(Outcome):
     status: str = "success"
     message: str = ""
     value: dict[str, Any] | None = None  # what the agent returns to its caller
+    # the user ended the conversation (a goodbye an exit policy recognised): the agents below end too
+    ends_conversation: bool = False
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,8 @@ def abl_policy(rules: AgentRules) -> DialoguePolicy:
         system_variables=True, fresh_activation=True,
         step_limit=rules.execution.max_flow_iterations or ABL_MAX_FLOW_ITERATIONS,
         unbound_scope=SESSION, handoff_context=True, offers_return=True, tracks_completion=True,
-        prompt="sections", rules_hook=True, gather_events=True)
+        prompt="sections", rules_hook=True, gather_events=True,
+        args_from_messages=False)  # a question reads its GATHER fields (ListenNode.extracts), by their types
 
 
 def apply_abl_conventions(program: Program) -> Program:

@@ -44,13 +44,15 @@ IGNORED_TRIES = "ADL045"
 BAD_STRATEGY = "ADL046"
 BAD_GUARDRAIL = "ADL047"
 # Language-independent checks (frontdesk.analysis) report with these codes for ADL programs:
-# ADL040-ADL043, set in frontdesk.analysis.codes (the checks know them without the front end).
+# ADL040-ADL043, ADL048 and ADL049, set in frontdesk.analysis.codes (the checks know them without the front end).
 from frontdesk.analysis.codes import ADL_ANALYSIS_CODES  # noqa: E402
 
 UNREACHABLE_STEP = ADL_ANALYSIS_CODES.unreachable  # ADL040
 RECURSION = ADL_ANALYSIS_CODES.recursion  # ADL041
 UNUSED_SUBFLOW = ADL_ANALYSIS_CODES.unused_subflow  # ADL042
 UNUSED_AGENT = ADL_ANALYSIS_CODES.unused_agent  # ADL043
+NEVER_SET = ADL_ANALYSIS_CODES.never_set  # ADL048 (frontdesk.analysis.lint, `frontdesk check`)
+EXTRACTION_ONLY = ADL_ANALYSIS_CODES.extraction_only  # ADL049 (frontdesk.analysis.lint, `frontdesk check`)
 
 
 from frontdesk.yamlsource.codes import YamlCodes  # noqa: E402

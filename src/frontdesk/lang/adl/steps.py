@@ -126,6 +126,7 @@ class Unit:
     otherwise: tuple[YNode | None, int] | None = None
     id: str = ""
     next: str | None = None
+    followed: bool = False  # another step (not a label) follows it in the same step list
 
 
 @dataclass
@@ -147,6 +148,7 @@ class StepLowering:
         self.label_spans: dict[str, Span] = {}
         self.subflows: dict[str, str | None] = {}
         self.jumps: list[tuple[JumpNode, YScalar]] = []
+        self.current: str | None = None  # the subflow being lowered (None: the agent's first steps)
 
     # -- graph level -------------------------------------------------------------------------
 
@@ -154,7 +156,9 @@ class StepLowering:
         entry = self.lower_steps(steps, steps_key) if steps_key is not None else None
         for key, value in keyed_subflows:
             items = self.step_items(value, key.text, key.span)
+            self.current = key.text
             self.subflows[key.text] = self.block(items, key.text, None)
+        self.current = None
         self.resolve_jumps()
         return StepGraph(entry=entry, nodes=self.nodes, labels=self.labels, subflows=self.subflows)
 
@@ -183,7 +187,9 @@ class StepLowering:
             if not block.items:
                 self.bag.error(codes.EMPTY_STEPS, "this begin/end block has no steps", block.span,
                                hint="add steps between begin and end, or remove the block")
+            self.current = block.name.text.strip() if block.name is not None else None
             first = self.block(block.items, "steps", None)
+            self.current = None
             if number == 0:
                 entry = first
             if block.name is not None:
@@ -273,7 +279,10 @@ class StepLowering:
     def link(self, units: list[Unit], prefix: str, cont: str | None) -> str | None:
         """Give each unit its node id and successor; point labels at the node that follows them."""
         follow = cont
+        later: Unit | None = None
         for unit in reversed(units):
+            unit.followed = later is not None and later.kind != "label"
+            later = unit
             if unit.kind == "label":
                 if follow is None:
                     follow = self.noop(f"{prefix}.{unit.index}", unit.item.span, None)
@@ -463,15 +472,26 @@ class StepLowering:
         self.scope.check_ref(ref, self.agent, key.span)
         return ref
 
-    def step_next(self, unit: Unit) -> JumpNode | None:
+    def step_next(self, unit: Unit) -> JumpNode | InvokeNode | None:
         value = self.required_text(unit.item, "next")
         if value is None:
             return None
         tries = self.tries(unit.item.get("tries"))
-        node = JumpNode(id=unit.id, span=unit.item.span, target="", target_name=value.text.strip(), tries=tries,
+        name = value.text.strip()
+        if self.comes_back(unit, name, tries):
+            # `next: subflow` with steps after it (the flow-agent guide's `next: get_discount` then
+            # `if: get_discount.success`): the subflow runs and control comes back, as with `call:`
+            return InvokeNode(id=unit.id, span=unit.item.span, next=unit.next, target=name, target_kind="subflow")
+        node = JumpNode(id=unit.id, span=unit.item.span, target="", target_name=name, tries=tries,
                         next=unit.next if tries is not None else None)
         self.jumps.append((node, value))
         return node
+
+    def comes_back(self, unit: Unit, name: str, tries: int | None) -> bool:
+        """Whether a `next:` runs a subflow and comes back: it names a subflow (not the one it is in), has
+        no `tries:` and another step follows it in its list (steps a jump would never reach)."""
+        return (tries is None and "tries" not in unit.item and unit.followed and name != self.current
+                and name in self.scope.subflows(self.agent))
 
     def tries(self, node: YNode | None) -> int | None:
         if node is None:
