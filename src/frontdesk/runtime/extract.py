@@ -116,16 +116,25 @@ def _yes_no(text: str) -> bool | None:
     return None
 
 
-def _dates(text: str, now: datetime | None, with_time: bool) -> list[str]:
-    from dateparser.search import search_dates
-
+def _date_settings(now: datetime | None) -> dict:
     settings = {"PREFER_DATES_FROM": "future", "RETURN_AS_TIMEZONE_AWARE": False}
     if now is not None:
         settings["RELATIVE_BASE"] = now.replace(tzinfo=None)
+    return settings
+
+
+def _found_dates(text: str, settings: dict) -> list:
+    """(phrase, datetime) for each date the message names; none when the date library fails on odd text."""
+    from dateparser.search import search_dates
+
     try:
-        found = search_dates(text, languages=["en"], settings=settings) or []
+        return search_dates(text, languages=["en"], settings=settings) or []
     except Exception:  # noqa: BLE001 - a date library failing on odd text gives no date, not an error
         return []
+
+
+def _dates(text: str, now: datetime | None, with_time: bool) -> list[str]:
+    found = _found_dates(text, _date_settings(now))
     out = []
     for phrase, value in found:
         if not re.search(r"[A-Za-z]{3,}|\d", phrase) or phrase.strip().isdigit():
@@ -139,15 +148,7 @@ def _date_phrases(text: str, now: datetime | None) -> list[str]:
     if not re.search(r"(?i)\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b|\d{4}-\d{2}-\d{2}|"
                      r"\d{1,2}/\d{1,2}", text):
         return []
-    from dateparser.search import search_dates
-
-    settings = {"PREFER_DATES_FROM": "future", "RETURN_AS_TIMEZONE_AWARE": False}
-    if now is not None:
-        settings["RELATIVE_BASE"] = now.replace(tzinfo=None)
-    try:
-        found = search_dates(text, languages=["en"], settings=settings) or []
-    except Exception:  # noqa: BLE001 - see _dates
-        return []
+    found = _found_dates(text, _date_settings(now))
     return [phrase for phrase, _ in found if re.search(r"\d", phrase) and not phrase.strip().isdigit()]
 
 
@@ -302,15 +303,8 @@ _NOT_A_DAY = {"one", "a", "an", "the", "on", "at", "by", "for", "it", "is", "ok"
 
 
 def _date_words(text: str, now: datetime | None) -> list[str]:
-    from dateparser.search import search_dates
-
-    settings = {"PREFER_DATES_FROM": "future", "RETURN_AS_TIMEZONE_AWARE": False}
-    if now is not None:
-        settings["RELATIVE_BASE"] = now.replace(tzinfo=None)
-    try:
-        found = search_dates(text, languages=["en"], settings=settings) or []
-    except Exception:  # noqa: BLE001 - see _dates
-        return []
+    settings = _date_settings(now)
+    found = _found_dates(text, settings)
     from dateparser import parse
 
     out = []
