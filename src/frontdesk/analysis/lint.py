@@ -445,15 +445,7 @@ def _python_tool_sets(program: Program, tool_name: str) -> set[str] | None:
     from its source; None when that cannot be told (no source, or a name that is not a literal)."""
     import ast
 
-    tool = program.tools.get(tool_name)
-    binding = getattr(tool, "binding", None)
-    if tool is None or getattr(binding, "kind", "") != "python":
-        return None
-    tree = _python_tree(str(Path(program.root or ".") / binding.module))
-    if tree is None:
-        return None
-    function = next((n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
-                     and n.name == binding.function), None)
+    function = _tool_function(program, tool_name)
     if function is None:
         return None
     names: set[str] = set()
@@ -467,6 +459,22 @@ def _python_tool_sets(program: Program, tool_name: str) -> set[str] | None:
         elif isinstance(node, ast.Call) and not isinstance(node.func, ast.Name | ast.Attribute):
             return None
     return names
+
+
+def _tool_function(program: Program, tool_name: str):
+    """The definition (an ast node) of a Python tool's function in its source file; None when the tool is not
+    bound to Python or its source or function cannot be read."""
+    import ast
+
+    tool = program.tools.get(tool_name)
+    binding = getattr(tool, "binding", None)
+    if tool is None or getattr(binding, "kind", "") != "python":
+        return None
+    tree = _python_tree(str(Path(program.root or ".") / binding.module))
+    if tree is None:
+        return None
+    return next((n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                 and n.name == binding.function), None)
 
 
 @lru_cache(maxsize=64)
@@ -536,13 +544,7 @@ def _tool_fields(program: Program, tool_name: str) -> set[str] | None:
     give and the literal keys of the dicts it builds; None when that cannot be told from its source."""
     import ast
 
-    tool = program.tools.get(tool_name)
-    binding = getattr(tool, "binding", None)
-    if tool is None or getattr(binding, "kind", "") != "python":
-        return None
-    tree = _python_tree(str(Path(program.root or ".") / binding.module))
-    function = next((n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
-                     and n.name == binding.function), None) if tree is not None else None
+    function = _tool_function(program, tool_name)
     if function is None:
         return None
     fields: set[str] = set()

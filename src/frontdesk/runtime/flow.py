@@ -6,7 +6,6 @@ import re
 from dataclasses import replace
 from typing import Any
 
-from pydantic import BaseModel
 from frontdesk.expr import EvalError, is_true
 from frontdesk.ir.expr import Call, Compare, ListLit, Lit, Ref
 from frontdesk.ir.models import (
@@ -25,6 +24,7 @@ from frontdesk.ir.models import (
     SayNode,
     StepGraph,
 )
+from frontdesk.ir.walk import nodes_in
 from frontdesk.llm.base import ChatMessage, LLMRequest, ToolSchema
 from frontdesk.nlu.base import Option
 from frontdesk.nlu.matcher import polarity
@@ -1259,27 +1259,23 @@ def _listed_values(name: str, agent, graph: StepGraph | None, question: str) -> 
             if isinstance(item, str) and item.strip() and item not in out:
                 out.append(item)
 
-    def walk(value) -> None:
-        if isinstance(value, Compare) and value.cmp in ("==", "!=", "in", "not in"):
+    def compared(expr) -> None:
+        for value in nodes_in(expr, Compare):
+            if value.cmp not in ("==", "!=", "in", "not in"):
+                continue
             for mine, other in ((value.left, value.right), (value.right, value.left)):
                 if isinstance(mine, Ref) and mine.space == "var" and mine.scope == agent.name and mine.name == name:
                     if isinstance(other, Lit):
                         add(other.value)
                     elif isinstance(other, ListLit):
                         add([i.value for i in other.items if isinstance(i, Lit)])
-        if isinstance(value, BaseModel):
-            for field_name in type(value).model_fields:
-                walk(getattr(value, field_name))
-        elif isinstance(value, list):
-            for item in value:
-                walk(item)
 
     if graph is not None:
         for node in graph.nodes.values():
             if isinstance(node, BranchNode):
                 for case in node.cases:
                     if isinstance(case.condition, ExprCondition):
-                        walk(case.condition.expr)
+                        compared(case.condition.expr)
     described = next((a.description for a in agent.args if a.name == name), "")
     add(listed_values(described) if described else [])
     add(listed_values(question) if question else [])
@@ -1296,21 +1292,7 @@ def claims_choices(branch: BranchNode) -> list[tuple[str, list[str]]]:
 
 def _matches_calls(expr) -> list:
     """The `matches` tests (MATCHES calls) in an expression, in reading order."""
-
-    out: list = []
-
-    def walk(value) -> None:
-        if isinstance(value, Call) and value.fn == "MATCHES" and len(value.args) == 2:
-            out.append(value)
-        if isinstance(value, BaseModel):
-            for name in type(value).model_fields:
-                walk(getattr(value, name))
-        elif isinstance(value, list):
-            for item in value:
-                walk(item)
-
-    walk(expr)
-    return out
+    return [call for call in nodes_in(expr, Call) if call.fn == "MATCHES" and len(call.args) == 2]
 
 
 # ---- GATHER answers belong to one activation (ABL) ---------------------------------------------
