@@ -155,7 +155,7 @@ def compare(first: list[dict[str, Any]], second: list[dict[str, Any]], kinds: di
         if not turn0 and key[2] == 0:
             continue
         program = key[0]
-        diffs = compare_turn(a.get(key), b.get(key), kinds.get(program, {}))
+        diffs = compare_turn(a.get(key), b.get(key), kinds.get(program) or kinds.get(str(program).split(":")[-1], {}))
         per_program[program]["turns"] += 1
         per_program[program]["turns differing"] += bool(diffs)
         for kind in diffs:
@@ -171,6 +171,106 @@ def compare(first: list[dict[str, Any]], second: list[dict[str, Any]], kinds: di
             "turns": turns}
 
 
+# ---- explaining differences (--explain) -------------------------------------------------------------
+
+STATEFUL = ("step text", "agent", "tools", "values", "ended", "error")
+
+
+def load_rules(path: pathlib.Path, docs: pathlib.Path | None = None) -> list[dict[str, Any]]:
+    """The rules of an explanations file (explained.yml). Each names the section of the semantics
+    document that gives the difference's reason (`doc`, a heading of docs/adl-semantics.md); an
+    unknown heading is an error, so that a rule cannot point at nothing."""
+    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    rules = data.get("rules") if isinstance(data, dict) else data
+    if not isinstance(rules, list):
+        raise ValueError(f"{path}: expected `rules:` with a list")
+    headings = None
+    if docs is not None and docs.is_file():
+        headings = {line.lstrip("#").strip() for line in docs.read_text(encoding="utf-8").splitlines()
+                    if line.startswith("#")}
+    for rule in rules:
+        if not isinstance(rule, dict) or not rule.get("id") or not rule.get("doc"):
+            raise ValueError(f"{path}: every rule needs `id` and `doc`: {rule!r}")
+        if headings is not None and rule["doc"] not in headings:
+            raise ValueError(f"{path}: rule {rule['id']}: no heading {rule['doc']!r} in {docs}")
+    return rules
+
+
+def _side_matches(want: dict[str, Any] | None, line: dict[str, Any] | None) -> bool:
+    """A rule's condition on one side's line: `error`, `says` (a text), `tool` (a call's name),
+    `agent` as regular expressions (case-insensitive); `ended`, `silent` (said nothing) as booleans."""
+    import re
+
+    if not want:
+        return True
+    if line is None:
+        return bool(want.get("missing"))
+    if "missing" in want and not want["missing"]:
+        pass
+    checks = {
+        "error": lambda p: re.search(p, str(line.get("error") or ""), re.I) is not None and bool(line.get("error")),
+        "says": lambda p: any(re.search(p, t, re.I) for t in texts(line)),
+        "not_says": lambda p: not any(re.search(p, t, re.I) for t in texts(line)),
+        "tool": lambda p: any(re.search(p, str(c.get("name")), re.I) for c in line.get("tools") or []),
+        "agent": lambda p: re.search(p, str(line.get("agent") or ""), re.I) is not None,
+        "ended": lambda v: bool(line.get("ended")) == bool(v),
+        "silent": lambda v: (not texts(line)) == bool(v),
+        "missing": lambda v: not v,
+    }
+    return all(checks[key](value) for key, value in want.items() if key in checks)
+
+
+def explain(report: dict[str, Any], first: list[dict[str, Any]], second: list[dict[str, Any]],
+            rules: list[dict[str, Any]]) -> dict[str, Any]:
+    """Give each differing turn the rules that explain its differences. A rule explains the kinds it
+    lists (`kinds`, default all) of a turn whose program/dialogue match its `program`/`dialogue` and whose
+    two lines match its `first`/`second` conditions. A turn is `explained` when every kind is; else,
+    when an earlier turn of its dialogue differed in what the conversation holds (a stateful kind), it
+    `follows` that turn (the two conversations are no longer in the same state); else it is
+    `unexplained`."""
+    import re
+
+    def index(lines):
+        return {(r["program"], r.get("dialogue"), r.get("turn")): r for r in lines if r.get("record", "turn") == "turn"}
+
+    a, b = index(first), index(second)
+    diverged: dict[tuple[str, str], int] = {}
+    counts: Counter = Counter()
+    by_rule: Counter = Counter()
+    for turn in report["turns"]:
+        key = (turn["program"], turn["dialogue"], turn["turn"])
+        left, right = a.get(key), b.get(key)
+        covered: dict[str, str] = {}
+        for rule in rules:
+            if rule.get("program") and not re.search(rule["program"], str(turn["program"])):
+                continue
+            if rule.get("dialogue") and not re.search(rule["dialogue"], str(turn["dialogue"])):
+                continue
+            if rule.get("turn") is not None and int(rule["turn"]) != int(turn["turn"] or 0):
+                continue
+            if not (_side_matches(rule.get("first"), left) and _side_matches(rule.get("second"), right)):
+                continue
+            for kind in turn["differences"]:
+                if kind not in covered and (not rule.get("kinds") or kind in rule["kinds"]):
+                    covered[kind] = rule["id"]
+        earlier = diverged.get((turn["program"], turn["dialogue"]))
+        if all(kind in covered for kind in turn["differences"]):
+            turn["verdict"] = "explained"
+        elif earlier is not None and earlier < int(turn["turn"] or 0):
+            turn["verdict"] = "follows"
+            turn["follows"] = earlier
+        else:
+            turn["verdict"] = "unexplained"
+        turn["explained_by"] = covered
+        by_rule.update(set(covered.values()))
+        counts[turn["verdict"]] += 1
+        if any(kind in STATEFUL for kind in turn["differences"]):
+            diverged.setdefault((turn["program"], turn["dialogue"]), int(turn["turn"] or 0))
+    report["verdicts"] = dict(counts)
+    report["rules"] = dict(by_rule)
+    return report
+
+
 def print_report(report: dict[str, Any], names: tuple[str, str], details: bool, out=sys.stdout) -> None:
     columns = ("turns", "turns differing") + KINDS
     widths = [max(8, len(c) + 2) for c in columns]
@@ -180,10 +280,21 @@ def print_report(report: dict[str, Any], names: tuple[str, str], details: bool, 
     print("-" * len(header), file=out)
     for name, counts in list(report["programs"].items()) + [("overall", report["overall"])]:
         print(f"{name:20}" + "".join(f"{counts.get(c, 0):>{w}}" for c, w in zip(columns, widths)), file=out)
+    if "verdicts" in report:
+        v = report["verdicts"]
+        print(f"\ndiffering turns: {v.get('explained', 0)} explained by a documented rule, {v.get('follows', 0)} "
+              f"after an earlier difference in the dialogue, {v.get('unexplained', 0)} unexplained", file=out)
+        for rule, n in sorted(report["rules"].items(), key=lambda item: -item[1]):
+            print(f"  {n:4}  {rule}", file=out)
     if details:
         print("\nturns that differ:", file=out)
         for t in report["turns"]:
-            print(f"- {t['program']}/{t['dialogue']} turn {t['turn']}: {t['user']!r}", file=out)
+            if details == "unexplained" and t.get("verdict") != "unexplained":
+                continue
+            verdict = f"  [{t['verdict']}" + (f" turn {t['follows']}" if t.get("follows") is not None else "") + \
+                (": " + ", ".join(sorted(set(t["explained_by"].values()))) if t.get("explained_by") else "") + "]" \
+                if t.get("verdict") else ""
+            print(f"- {t['program']}/{t['dialogue']} turn {t['turn']}: {t['user']!r}{verdict}", file=out)
             for kind, text in t["differences"].items():
                 print(f"    {kind:9} {text[:300]}", file=out)
 
@@ -199,7 +310,13 @@ def main(argv: list[str] | None = None) -> int:
                              "(default: heldout/)")
     parser.add_argument("--no-turn0", dest="turn0", action="store_false", help="leave out turn 0 (session start)")
     parser.add_argument("--json", type=pathlib.Path, help="write the report as JSON here")
-    parser.add_argument("--details", action="store_true", help="list every turn that differs")
+    parser.add_argument("--details", action="store_const", const=True, default=False,
+                        help="list every turn that differs")
+    parser.add_argument("--unexplained", dest="details", action="store_const", const="unexplained",
+                        help="list only the turns no rule explains (with --explain)")
+    parser.add_argument("--explain", type=pathlib.Path,
+                        help="rules that explain differences (explained.yml), each pointing at a heading of --docs")
+    parser.add_argument("--docs", type=pathlib.Path, default=HERE.parents[1] / "docs" / "adl-semantics.md")
     options = parser.parse_args(argv)
     try:
         first, second = read_lines(options.first), read_lines(options.second)
@@ -208,12 +325,21 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     assign_programs(first, options.first, options.program)
     assign_programs(second, options.second, options.program)
-    kinds = agent_kinds(options.kinds or [HERE / "heldout"])
+    kinds = agent_kinds(options.kinds or [HERE / "heldout", HERE.parents[1] / "examples",
+                                         HERE.parents[2] / "shared" / "conformance" / "mica"])
     report = compare(first, second, kinds, options.turn0)
+    if options.explain:
+        try:
+            explain(report, first, second, load_rules(options.explain, options.docs))
+        except (OSError, ValueError, yaml.YAMLError) as exc:
+            print(exc, file=sys.stderr)
+            return 2
     names = tuple((options.names.split(",") + ["first", "second"])[:2])
     print_report(report, names, options.details)
     if options.json:
         options.json.write_text(json.dumps(report, indent=2, ensure_ascii=False, default=repr) + "\n", encoding="utf-8")
+    if "verdicts" in report:
+        return 0 if not report["verdicts"].get("unexplained") else 1
     return 0 if not report["turns"] else 1
 
 

@@ -317,6 +317,8 @@ class Runner:
                         sticky = str(named[0] if isinstance(named, list) else named) if named else sticky
                     model.begin_turn(oracle)
                     record["oracle"] = data
+                if self.options.announce and self.options.base_url:
+                    record["oracle"] = announce(self.options.base_url, name, index)
                 result, error = None, None
                 try:
                     if index == 0:
@@ -408,6 +410,17 @@ class Runner:
         }
 
 
+def announce(base_url: str, dialogue: str, turn: int) -> Any:
+    """Tell the shared model server (shared_model.py) which turn is played next; its oracle for the turn."""
+    import urllib.request
+
+    server = re.sub(r"/v1/?$", "", base_url.rstrip("/"))
+    request = urllib.request.Request(f"{server}/harness/turn", data=json.dumps({"dialogue": dialogue, "turn": turn}).encode(),
+                                     headers={"Content-Type": "application/json"}, method="POST")
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.loads(response.read() or b"{}").get("oracle")
+
+
 def gap(answer: str) -> bool:
     """A model answer the ideal model gave because the oracle said nothing for the request."""
     return answer == "understand choice none" or answer.startswith((
@@ -468,6 +481,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tools", action="append", default=[],
                         help="tool file(s) for a program that ships none (MICA's conformance programs): the program "
                              "is copied to a temporary folder with the file, the .py files beside it, and a `tools:` list")
+    parser.add_argument("--announce", action="store_true",
+                        help="with --base-url: POST each turn to BASE/harness/turn first (the shared model server, "
+                             "shared_model.py, answers the turn from its oracle)")
     parser.add_argument("--stop-after-error", action="store_true", help="stop a dialogue at its first error")
     options = parser.parse_args(argv)
 

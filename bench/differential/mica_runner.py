@@ -527,6 +527,8 @@ async def play_dialogue(dialogue: dict[str, Any], folder, mica, options, tools, 
     plan += [(i, str(t.get("user", "")), str(t.get("user", ""))) for i, t in enumerate(turns, start=1)]
     for index, shown, text in plan:
         record = {"record": "turn", "dialogue": name, "turn": index, "user": shown}
+        if options.announce:
+            announce(options.server, name, index)
         record.update(await play_turn(bot, text, mica))
         emit(record)
         if index:
@@ -538,6 +540,16 @@ async def play_dialogue(dialogue: dict[str, Any], folder, mica, options, tools, 
                 summary["skipped"] = len(plan) - plan.index((index, shown, text)) - 1
                 break
     return summary
+
+
+def announce(server: str, dialogue: str, turn: int) -> None:
+    """Tell the shared model server (shared_model.py) which turn is played next."""
+    import urllib.request
+
+    request = urllib.request.Request(f"{server}/harness/turn", data=json.dumps({"dialogue": dialogue, "turn": turn}).encode(),
+                                     headers={"Content-Type": "application/json"}, method="POST")
+    with urllib.request.urlopen(request, timeout=10) as response:
+        response.read()
 
 
 def load_dialogues(path: pathlib.Path) -> list[dict[str, Any]]:
@@ -592,6 +604,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--continue-after-error", action="store_true",
                         help="after a turn fails in MICA, go on with the dialogue's next turns (MICA's server would)")
     parser.add_argument("--no-init", dest="init", action="store_false", help="do not send /init first")
+    parser.add_argument("--announce", action="store_true",
+                        help="POST each turn to BASE/harness/turn first (the shared model server, shared_model.py)")
     parser.add_argument("--web", action="store_true", help="let kb agents fetch their web sources")
     parser.add_argument("--wrap-main", action="store_true",
                         help="when `main` is not a flow agent, start from a flow that calls it (MICA "

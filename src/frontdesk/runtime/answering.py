@@ -17,6 +17,7 @@ from frontdesk.runtime.prompts import NO_ANSWER, build_answer_request
 from frontdesk.runtime.retrieval.fetch import Fetcher, HttpFetcher
 from frontdesk.runtime.retrieval.progress import ProgressCallback
 from frontdesk.runtime.state import Frame
+from frontdesk.runtime.steps import Done
 
 KB_HISTORY_MESSAGES = 6  # earlier messages a knowledge answer sees
 # A grounded answer is written from at most this many passages, each scoring at least this share of
@@ -118,7 +119,19 @@ class ProgressEvents:
 
 class KnowledgeExecutor:
     def run(self, frame: Frame, ctx: TurnContext) -> Outcome:
+        """Answer the message. The program's entry agent (a kb agent as `main`) answers every question of
+        the session: it waits for the first one, and after each answer (or no answer) for the next, so
+        the conversation does not end after one question."""
         agent: KnowledgeAgent = ctx.program.agents[frame.agent]  # type: ignore[assignment]
+        if ctx.state.stack[:1] != [frame]:
+            return self._answer(agent, frame, ctx)
+        if not ctx.input.available_to(frame):
+            frame.started = True
+            return Outcome.wait()
+        outcome = self._answer(agent, frame, ctx)
+        return Outcome.wait() if isinstance(outcome, Done) else outcome
+
+    def _answer(self, agent: KnowledgeAgent, frame: Frame, ctx: TurnContext) -> Outcome:
         inp = ctx.input
         if inp.available_to(frame):
             question = inp.take(frame, "question")

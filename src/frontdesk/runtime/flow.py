@@ -19,6 +19,7 @@ from frontdesk.ir.models import (
     HandoffNode,
     InvokeNode,
     JumpNode,
+    KnowledgeAgent,
     ListenNode,
     ReturnNode,
     SayNode,
@@ -502,13 +503,26 @@ class FlowExecutor:
         if branch is None and not extract:
             return None, (not tentative) or gave
         switches = switch_candidates(ctx, frame) if branch and not tentative else []
+        if branch is None and not tentative and not gave and policy.args_from_messages and node.extracts:
+            # ADL: the answer to a plain `user` step may be no answer at all but another topic or a goodbye
+            # (MICA's extraction reads `quit` from every message; the paper's flow "deactivates itself")
+            leaving = self._leaves_flow(frame, ctx)
+            if leaving is not None:
+                return leaving, True
+            if ctx.llm_classifies:
+                switches = switch_candidates(ctx, frame)
+                router = ctx.started_by_router(frame)
+                if switches and router is not None and orchestration.has_exit(router):
+                    # the model may also say the user is leaving: the ensemble then judges the goodbye
+                    switches = switches + [KnowledgeAgent(name=orchestration.EXIT_CHOICE,
+                                                          description=orchestration.EXIT_DESCRIPTION)]
         if branch and choice is None:
             choice = self._choose_by_embedding(branch, switches, frame, ctx, tentative)
-        ask_choice = branch is not None and choice is None and (ctx.llm_classifies or not tentative)
+        ask_choice = (branch is not None or bool(switches)) and choice is None and (ctx.llm_classifies or not tentative)
         if offline and (ctx.llm is None or (node.strategy == "pattern" and node.extracts)):
             # a flow with no model, or a GATHER with STRATEGY: pattern ("no LLM calls"), reads what
             # patterns and words can
-            if ask_choice:
+            if ask_choice and branch is not None:
                 choice = prompts.NONE_CHOICE
                 frame.data.decided_by[branch.id] = "words (no LLM: none)"
             ask_choice, extract = False, []
@@ -518,7 +532,7 @@ class FlowExecutor:
             agent = ctx.program.agents[frame.agent]
             guards = orchestration.unchecked_guards(ctx) if ask_choice and switches else []
             request = prompts.understand_request(
-                agent, claims_choices(branch) if ask_choice else [], switches if ask_choice else [], extract,
+                agent, claims_choices(branch) if ask_choice and branch else [], switches if ask_choice else [], extract,
                 ctx.state.history, ctx.program.settings.history_window, guards)
             call = ctx.call_args(request, frame.agent, "understand") or {}
             if guards and orchestration.merged_verdict(ctx, frame, call, "choice", "merged into the understand call"):
@@ -532,8 +546,21 @@ class FlowExecutor:
             gave = gave or any(n in node.extracts for n in extracted)
             if ask_choice:
                 choice = str(call.get("choice", prompts.NONE_CHOICE))
-                frame.data.decided_by[branch.id] = "llm"
+                if branch is not None:
+                    frame.data.decided_by[branch.id] = "llm"
         if branch is None:
+            target = choice[7:] if choice and choice.startswith("switch:") else None
+            if target == orchestration.EXIT_CHOICE and not gave:
+                ctx.input.give_back(frame, "the user is leaving")
+                ctx.log.emit("step", frame.agent, action="the user left the flow", by="understand (llm)")
+                return Outcome.hand_back("the user is leaving"), True
+            if target in {s.name for s in switches} and not gave:
+                # the message gave no answer and is for another member: the flow waits at its question
+                frame.waiting = True
+                ctx.input.give_back(frame, f"the user turned to {target}")
+                ctx.log.emit("route_decided", frame.agent, agent=target, by="understand (llm)",
+                             reason="the user changed topic instead of answering")
+                return Outcome.switch(target), True
             return None, gave
         choice = choice or prompts.NONE_CHOICE
         if choice.startswith("switch:") and choice[7:] in {s.name for s in switches}:
@@ -549,6 +576,22 @@ class FlowExecutor:
             ctx.input.also = also
             ctx.log.emit("step", frame.agent, action="the message also asks for another agent", agent=also)
         return None, choice in cases
+
+    @staticmethod
+    def _leaves_flow(frame: Frame, ctx: TurnContext) -> Outcome | None:
+        """A goodbye typed at a plain `user` step of a member of an ensemble that can end the conversation
+        (it has an exit policy): the message goes back to the ensemble, which says goodbye and ends the
+        session; the flow is left (MICA: the extraction reads `quit`, the flow fails, the ensemble's
+        routing answers `[Exit]`). None otherwise."""
+        from frontdesk.runtime.routing import typed_goodbye
+
+        router = ctx.started_by_router(frame)
+        text = ctx.input.text or ""
+        if router is None or router.exit is None or not typed_goodbye(text):
+            return None
+        ctx.input.give_back(frame, "the user said goodbye")
+        ctx.log.emit("step", frame.agent, action="the user left the flow with a goodbye", message=text)
+        return Outcome.hand_back("the user said goodbye")
 
     @staticmethod
     def _pattern_values(names: list[str], frame: Frame, ctx: TurnContext, message: str) -> dict[str, Any]:

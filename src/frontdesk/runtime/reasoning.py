@@ -93,6 +93,11 @@ class ReasoningExecutor:
             new_message = True
         elif frame.waiting:
             return Outcome.wait()
+        elif ctx.said and not any(item.role == "user" for item in ctx.state.history):
+            # The session's opening: its steps have greeted and nobody has said anything to answer
+            # yet, so the agent waits for the first message instead of asking its model.
+            frame.waiting = True
+            return Outcome.wait()
         frame.waiting = False
         if fresh or new_message:  # the loop starts over (not when it goes on after a delegation)
             frame.data.iterations = 0

@@ -1,0 +1,105 @@
+"""Issue 25, found by the differential harness: a message at a plain `user` step (one that reads an
+argument, no `the user claims` branch) may be another topic or a goodbye, not an answer. MICA reads
+`quit` from every message in its argument extraction; before this fix Frontdesk took any such message
+as the answer ("Wait, do you give a warranty?" became the bike's problem, "thanks, bye" was asked the
+next question). docs/adl-semantics.md, "A flow's arguments from what the user says". Each test failed
+before the fix."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from frontdesk.lang import load_program
+from frontdesk.llm import ScriptedProvider
+from frontdesk.runtime.orchestration import EXIT_CHOICE
+from frontdesk.runtime.routing import GOODBYE
+from frontdesk.testing import run_conversation
+
+SHOP = """
+    main:
+      type: ensemble agent
+      description: A bike shop.
+      contains:
+        - repair
+        - opening_hours
+      exit: default
+
+    repair:
+      type: flow agent
+      description: Book a bike repair.
+      args:
+        - problem
+      steps:
+        - bot: "What seems to be the problem?"
+        - user
+        - bot: "Noted: ${problem}."
+
+    opening_hours:
+      type: flow agent
+      description: Tell the shop's opening hours.
+      steps:
+        - bot: "We are open 9 to 5."
+"""
+
+
+def program(tmp_path: Path, text: str):
+    (tmp_path / "agents.yml").write_text(textwrap.dedent(text), encoding="utf-8")
+    prog, diags = load_program(tmp_path)
+    assert prog is not None and not [d for d in diags if d.is_error]
+    return prog
+
+
+ROUTED_TO_REPAIR = [  # the routing call, then the read of the starting message for the flow's arguments
+    {"purpose": "route", "call": "route", "with": {"agent": "repair"}},
+    {"purpose": "understand", "call": "understand", "with": {"args": {}}},
+]
+
+
+def said(run, index: int) -> list[str]:
+    return [m.text for m in run.turns[index].messages]
+
+
+def test_another_topic_at_a_plain_user_step_goes_to_that_member(tmp_path):
+    llm = ScriptedProvider(ROUTED_TO_REPAIR + [
+        {"purpose": "understand", "call": "understand", "with": {"choice": "switch:opening_hours", "args": {}}},
+        {"purpose": "understand", "call": "understand", "with": {"choice": "none", "args": {"problem": "a flat tyre"}}},
+    ])
+    run = run_conversation(program(tmp_path, SHOP), ["fix my bike", "wait, when are you open?", "a flat tyre"], llm)
+    assert said(run, 1) == ["What seems to be the problem?"]
+    # the question is not answered by the digression: the other member answers, the flow asks again
+    assert said(run, 2) == ["We are open 9 to 5.", "What seems to be the problem?"]
+    assert said(run, 3) == ["Noted: a flat tyre."]
+    # the understand call offered the other member and the way out, beside the argument to read
+    prompt = str(run.events_of("llm_call")[2]["data"]["messages"])
+    assert "switch:opening_hours" in prompt and f"switch:{EXIT_CHOICE}" in prompt
+
+
+def test_leaving_at_a_plain_user_step_lets_the_ensemble_say_goodbye(tmp_path):
+    llm = ScriptedProvider(ROUTED_TO_REPAIR + [
+        {"purpose": "understand", "call": "understand", "with": {"choice": f"switch:{EXIT_CHOICE}", "args": {}}},
+        {"purpose": "route", "call": "route", "with": {"agent": EXIT_CHOICE}},
+    ])
+    run = run_conversation(program(tmp_path, SHOP), ["fix my bike", "actually never mind, I'll come back later"], llm)
+    assert said(run, 2) == [GOODBYE] and run.turns[2].ended
+
+
+def test_a_typed_goodbye_at_a_plain_user_step_ends_the_conversation_with_no_model(tmp_path):
+    one_member = SHOP.replace("        - opening_hours\n", "")
+    run = run_conversation(program(tmp_path, one_member), ["fix my bike", "thanks, bye"], None)
+    assert said(run, 1) == ["What seems to be the problem?"]
+    assert said(run, 2) == [GOODBYE] and run.turns[2].ended
+
+
+def test_an_answer_at_a_plain_user_step_is_still_the_answer(tmp_path):
+    llm = ScriptedProvider(ROUTED_TO_REPAIR + [
+        {"purpose": "understand", "call": "understand", "with": {"choice": "none", "args": {"problem": "squeaky brakes"}}},
+    ])
+    run = run_conversation(program(tmp_path, SHOP), ["fix my bike", "squeaky brakes"], llm)
+    assert said(run, 2) == ["Noted: squeaky brakes."]
+
+
+def test_without_an_ensemble_exit_a_goodbye_is_an_answer_as_before(tmp_path):
+    no_exit = SHOP.replace("        - opening_hours\n", "").replace("      exit: default\n", "")
+    run = run_conversation(program(tmp_path, no_exit), ["fix my bike", "thanks, bye"], None)
+    assert not run.turns[2].ended
