@@ -77,3 +77,67 @@ def test_llm_entry_that_greets_waits_for_the_first_message(tmp_path):
     assert texts(answer) == ["Yoga is on Monday at 9."]
     assert any(m.get("content") == "When is yoga?" for m in llm.calls[0].messages if isinstance(m, dict)) or \
         any(getattr(m, "content", None) == "When is yoga?" for m in llm.calls[0].messages)
+
+
+SHOP = """
+    main:
+      type: ensemble agent
+      description: A bike shop.
+      contains:
+        - shop_faq
+        - repair
+
+    shop_faq:
+      type: kb agent
+      description: Answers questions about the shop.
+      faq:
+        - q: When are you open?
+          a: We are open 9 to 5.
+
+    repair:
+      type: flow agent
+      description: Book a bike repair.
+      steps:
+        - bot: "What kind of bike is it?"
+        - user
+"""
+
+
+def test_a_question_nobody_answers_gets_an_apology_not_anything_else(tmp_path):
+    """Found by the differential harness (conformance bookstore, "Where is your Riverside shop?" with no
+    passage): the kb agent gave the unanswered message back, nobody else took it, and the user was asked
+    "Is there anything else I can help you with?" as if the question had been answered."""
+    from frontdesk.runtime.routing import ANYTHING_ELSE
+
+    from frontdesk.runtime.prompts import NO_ANSWER
+
+    llm = ScriptedProvider([{"purpose": "route", "call": "route", "with": {"agent": "shop_faq"}},
+                            {"purpose": "kb_answer", "reply": NO_ANSWER},  # the small FAQ, read whole
+                            {"purpose": "route", "call": "route", "with": {"agent": "none"}}])
+    eng = engine(tmp_path, SHOP, llm)
+    session = eng.start().session_id
+    said = texts(eng.send(session, "Do you sell second-hand frames from the nineteen-seventies?"))
+    assert said and ANYTHING_ELSE not in said
+    assert said[0].startswith("Sorry")
+
+
+def test_a_small_kb_is_read_whole_by_the_model_when_no_keyword_matches(tmp_path):
+    """Found by the differential harness (custom_llm_example: "can I get my money back?" for the FAQ
+    "What is the refund policy?"): with no embedding model, keyword search found nothing and the model
+    was never asked; MICA sends its retrieved passages to the model, which answers."""
+    llm = ScriptedProvider([{"purpose": "kb_answer", "reply": "We offer a 30-day return policy."}])
+    eng = engine(tmp_path, """
+        main:
+          type: kb agent
+          description: Store policies.
+          faq:
+            - q: What is the refund policy?
+              a: We offer a 30-day return policy.
+            - q: What is the shipping policy?
+              a: We offer free shipping on all orders.
+    """, llm)
+    session = eng.start().session_id
+    assert texts(eng.send(session, "And can I get my money back if I don't like it?")) == \
+        ["We offer a 30-day return policy."]
+    asked = str(llm.calls[0].messages)
+    assert "30-day return policy" in asked and "free shipping" in asked  # the whole FAQ was read

@@ -103,3 +103,48 @@ def test_without_an_ensemble_exit_a_goodbye_is_an_answer_as_before(tmp_path):
     no_exit = SHOP.replace("        - opening_hours\n", "").replace("      exit: default\n", "")
     run = run_conversation(program(tmp_path, no_exit), ["fix my bike", "thanks, bye"], None)
     assert not run.turns[2].ended
+
+
+PIZZERIA = """
+    main:
+      type: flow agent
+      description: A pizzeria.
+      exit: default
+      steps:
+        - bot: "Ciao! Order a pizza or ask about the menu."
+        - label: start
+        - user
+        - if: the user claims "I'd like to order a pizza"
+          then:
+            - bot: "Which pizza?"
+            - next: start
+          else:
+            - bot: "You can order a pizza."
+            - next: start
+"""
+
+
+def test_a_goodbye_at_the_entry_flows_question_ends_the_conversation_with_no_model(tmp_path):
+    """Found on the held-out pizza_order bot (main is a flow with an `exit:`): "Thanks, bye" took the
+    `else` branch ("You can order a pizza.") and the conversation went on."""
+    run = run_conversation(program(tmp_path, PIZZERIA), ["Thanks, bye", "hello?"], None)
+    assert said(run, 1) == [GOODBYE] and run.turns[1].ended
+
+
+def test_the_model_may_say_the_user_leaves_the_entry_flow(tmp_path):
+    llm = ScriptedProvider([{"purpose": "understand", "call": "understand",
+                             "with": {"choice": f"switch:{EXIT_CHOICE}"}}])
+    run = run_conversation(program(tmp_path, PIZZERIA), ["Hmm, forget it, I'll cook tonight."], llm)
+    assert said(run, 1) == [GOODBYE] and run.turns[1].ended
+    assert f"switch:{EXIT_CHOICE}" in str(run.events_of("llm_call")[0]["data"]["messages"])
+
+
+def test_an_entry_flow_without_an_exit_policy_takes_a_goodbye_as_an_answer(tmp_path):
+    run = run_conversation(program(tmp_path, PIZZERIA.replace("      exit: default\n", "")), ["Thanks, bye"], None)
+    assert said(run, 1) == ["You can order a pizza."] and not run.turns[1].ended
+
+
+def test_a_claims_case_that_is_a_goodbye_is_the_steps_answer(tmp_path):
+    text = PIZZERIA.replace('the user claims "I\'d like to order a pizza"', 'the user claims "Thanks, bye"')
+    run = run_conversation(program(tmp_path, text), ["Thanks, bye"], None)
+    assert not run.turns[1].ended

@@ -102,3 +102,66 @@ def test_compare_tells_step_text_from_llm_text():
     assert report["overall"]["step text"] == 1 and report["overall"]["tools"] == 1
     report = compare.compare(a, b, {"toy": {"main": "llm agent"}})
     assert report["overall"]["llm text"] == 1 and "step text" not in report["overall"]
+
+
+# ---- the shared model server and the explanations (issue 25) ----------------------------------------
+
+
+def test_every_explanation_rule_points_at_a_section_of_the_semantics_document():
+    rules = compare.load_rules(DIFFERENTIAL / "explained.yml", ROOT / "docs" / "adl-semantics.md")
+    assert len(rules) >= 10 and len({r["id"] for r in rules}) == len(rules)
+
+
+def test_a_rule_naming_no_section_is_refused(tmp_path):
+    bad = tmp_path / "rules.yml"
+    bad.write_text("rules:\n  - id: x\n    doc: No such heading\n", encoding="utf-8")
+    try:
+        compare.load_rules(bad, ROOT / "docs" / "adl-semantics.md")
+    except ValueError as exc:
+        assert "No such heading" in str(exc)
+    else:
+        raise AssertionError("a rule pointing at nothing was accepted")
+
+
+def _line(turn, bot, error=None, ended=False):
+    return {"record": "turn", "program": "p", "dialogue": "d", "turn": turn, "user": "hi", "bot": bot,
+            "speakers": [], "agent": None, "tools": [], "values": {}, "ended": ended, "error": error}
+
+
+def test_explain_sorts_differing_turns_into_explained_following_and_unexplained():
+    mica = [_line(1, [], error="UnboundLocalError: fallback_response"), _line(2, ["a"]), _line(3, ["same"])]
+    frontdesk = [_line(1, ["Sorry."]), _line(2, ["b"]), _line(3, ["same"])]
+    report = compare.compare(mica, frontdesk, {})
+    rules = [{"id": "crash", "doc": "x", "first": {"error": "fallback_response"}}]
+    compare.explain(report, mica, frontdesk, rules)
+    verdicts = {t["turn"]: t["verdict"] for t in report["turns"]}
+    assert verdicts == {1: "explained", 2: "follows"}  # turn 3 does not differ
+    lone = [_line(1, ["a"])], [_line(1, ["b"])]
+    report = compare.compare(*lone, {})
+    compare.explain(report, *lone, rules)
+    assert report["verdicts"] == {"unexplained": 1}
+
+
+def test_the_shared_server_answers_micas_requests_from_the_turn_oracle():
+    import shared_model
+    from frontdesk.lang import load_program
+
+    folder = DIFFERENTIAL / "heldout" / "bike_repair"
+    program, _ = load_program(folder)
+    agents = __import__("yaml").safe_load((folder / "agents.yml").read_text(encoding="utf-8"))
+    dialogues = [{"name": "d", "turns": [{"user": "It's a road bike"}, {"user": "When are you open?"}]}]
+    meanings = {"d": [{"turn": 1, "agents": ["book_repair"], "args": {"bike_type": "road"}},
+                      {"turn": 2, "agents": ["shop_faq"]}]}
+    model = shared_model.SharedModel(program, agents, dialogues, meanings)
+    model.begin("d", 1)
+    ask = {"messages": [{"role": "system", "content": "Your name is: book_repair. Please reply in JSON format. If the "
+                                                      "user mentions the following data in the conversation: "
+                                                      "customer_name, bike_type, extract them."},
+                        {"role": "user", "content": "User: It's a road bike"}]}
+    assert json.loads(model.mica("flow_args", ask)[0]) == {"data": {"bike_type": "road"}}
+    model.begin("d", 2)
+    # the message is for another member that does not call the flow: MICA's flow is told the user quits
+    assert json.loads(model.mica("flow_args", ask)[0]) == {"status": "quit"}
+    route = {"messages": [{"role": "system", "content": "### AGENTS:\n- book_repair: x\n- repair_status: y\n"
+                                                        "[FAQ] ### SUGGEST ANSWER: We are open."}]}
+    assert model.mica("route", route)[0] == "[FAQ]."

@@ -14,6 +14,7 @@ from frontdesk.lang.adl import load_adl
 from frontdesk.llm.scripted import ScriptedProvider
 from frontdesk.runtime.describe import describe_program
 from frontdesk.runtime.engine import Engine
+from frontdesk.runtime.prompts import NO_ANSWER
 from frontdesk.store.memory import MemorySessionStore
 
 SHOP = Path(__file__).parent / "fixtures" / "guarded_shop"
@@ -95,13 +96,15 @@ def test_autonomous_lets_the_agent_that_answered_last_name_its_successor(shop):
 def test_first_success_drafts_in_order_and_stops_at_the_first_satisfactory_draft(shop):
     llm, turns = converse(shop, "first-success", [
         ALLOW,
-        # policies has no passage for it: its draft is a fallback, not judged
+        # policies' sources share no word with it: its small FAQ is read whole (no embedding model) and
+        # holds no answer, so its draft is a fallback, not judged
+        {"reply": NO_ANSWER},
         {"call": "find_books", "with": {"genre": "fantasy"}},  # recommender's draft stops at its tool call
         {"call": "judge", "with": {"satisfactory": False}},
         {"call": "judge", "with": {"satisfactory": True}},  # the order flow's draft
     ], ["Anything good in fantasy?"])
-    assert plans(llm) == ["Guard_relevance", "Reason_recommender", "Judge_desk", "Judge_desk"]
-    assert "recommender" in llm.calls[2].messages[0].content and "order" in llm.calls[3].messages[0].content
+    assert plans(llm) == ["Guard_relevance", "Answer_policies", "Reason_recommender", "Judge_desk", "Judge_desk"]
+    assert "recommender" in llm.calls[3].messages[0].content and "order" in llm.calls[4].messages[0].content
     assert said(turns[0]) == [("order", "Which book would you like to order?")]
     assert [(d["candidate"], d["usable"]) for d in events(turns[0], "draft")] == [
         ("policies", False), ("recommender", True), ("order", True)]
@@ -112,18 +115,19 @@ def test_first_success_drafts_in_order_and_stops_at_the_first_satisfactory_draft
 def test_the_chosen_draft_runs_for_real_with_its_drafted_answers_replayed(shop):
     llm, turns = converse(shop, "first-success", [
         ALLOW,
+        {"reply": NO_ANSWER},  # policies' small FAQ, read whole: no answer
         {"call": "find_books", "with": {"genre": "fantasy"}},  # recommender's draft stops at its tool call
         {"call": "judge", "with": {"satisfactory": True}},
         {"reply": "Try The Fantasy Road."},  # the recommender for real: its first answer was replayed
     ], ["Anything good in fantasy?"])
-    assert plans(llm) == ["Guard_relevance", "Reason_recommender", "Judge_desk", "Reason_recommender"]
+    assert plans(llm) == ["Guard_relevance", "Answer_policies", "Reason_recommender", "Judge_desk", "Reason_recommender"]
     assert said(turns[0]) == [("recommender", "Try The Fantasy Road.")]
     assert [e["tool"] for e in events(turns[0], "tool_call")] == ["find_books"]  # once, for real
     reasoning = [e for e in events(turns[0], "llm_call") if e["purpose"] == "reason"]
     # drafted, replayed (no call), then the reply after the tool's result
     assert [(e.get("draft"), e.get("replayed", False)) for e in reasoning] == [
         ("recommender", False), (None, True), (None, False)]
-    assert events(turns[0], "execution.completed")[0]["llm_calls"] == 4  # each call counted once
+    assert events(turns[0], "execution.completed")[0]["llm_calls"] == 5  # each call counted once
 
 
 def test_best_of_n_drafts_every_member_then_selects_one(shop):
@@ -144,7 +148,7 @@ def test_best_of_n_drafts_every_member_then_selects_one(shop):
 def test_a_draft_never_runs_a_tool_it_is_not_chosen_for(shop):
     # the order flow waits for the title; the user's answer would place the order in its draft
     llm, turns = converse(shop, "best-of-n", [
-        ALLOW, {"call": "hand_back", "with": {"reason": "x"}},
+        ALLOW, {"reply": NO_ANSWER}, {"call": "hand_back", "with": {"reason": "x"}},  # policies, recommender
         ALLOW, {"reply": "Returns are accepted within 30 days."}, {"call": "hand_back", "with": {"reason": "x"}},
         {"call": "select", "with": {"agent": "policies"}},
     ], ["I want to order a book", "Actually, what is your return policy?"])

@@ -198,7 +198,7 @@ def load_rules(path: pathlib.Path, docs: pathlib.Path | None = None) -> list[dic
 
 def _side_matches(want: dict[str, Any] | None, line: dict[str, Any] | None) -> bool:
     """A rule's condition on one side's line: `error`, `says` (a text), `tool` (a call's name),
-    `agent` as regular expressions (case-insensitive); `ended`, `silent` (said nothing) as booleans."""
+    `agent`, `trace` (an error event of Frontdesk's turn) as regular expressions (case-insensitive); `ended`, `silent` (said nothing) as booleans."""
     import re
 
     if not want:
@@ -216,6 +216,8 @@ def _side_matches(want: dict[str, Any] | None, line: dict[str, Any] | None) -> b
         "ended": lambda v: bool(line.get("ended")) == bool(v),
         "silent": lambda v: (not texts(line)) == bool(v),
         "missing": lambda v: not v,
+        "trace": lambda p: any(re.search(p, str(e.get("message") if isinstance(e, dict) else e), re.I)
+                               for e in line.get("engine_errors") or []),
     }
     return all(checks[key](value) for key, value in want.items() if key in checks)
 
@@ -249,6 +251,9 @@ def explain(report: dict[str, Any], first: list[dict[str, Any]], second: list[di
             if rule.get("turn") is not None and int(rule["turn"]) != int(turn["turn"] or 0):
                 continue
             if not (_side_matches(rule.get("first"), left) and _side_matches(rule.get("second"), right)):
+                continue
+            if rule.get("first_said_less") and not (left and right and 0 < len(texts(left)) < len(texts(right))
+                                                    and norm_texts(right)[:len(texts(left))] == norm_texts(left)):
                 continue
             for kind in turn["differences"]:
                 if kind not in covered and (not rule.get("kinds") or kind in rule["kinds"]):

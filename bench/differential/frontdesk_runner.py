@@ -55,25 +55,14 @@ from typing import Any
 import yaml
 
 HERE = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from mica_runner import announce, plain  # noqa: E402  (standard library only: the MICA side's helpers)
+
 BENCH = HERE.parent
 TODAY = "2026-11-22"  # the examples' tools read FRONTDESK_EXAMPLE_TODAY
 ENDPOINT_ENV = ("FRONTDESK_LLM_BASE_URL", "FRONTDESK_LLM_API_KEY", "FRONTDESK_LLM_MODEL",
                 "OPENAI_BASE_URL", "OPENAI_API_KEY", "OPENAI_MODEL")
-
-
-def plain(value: Any, depth: int = 0) -> Any:
-    """A JSON-serialisable copy of a value (repr for anything else)."""
-    if depth > 8:
-        return repr(value)
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    if isinstance(value, dict):
-        return {str(k): plain(v, depth + 1) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set)):
-        return [plain(v, depth + 1) for v in value]
-    if hasattr(value, "model_dump"):
-        return plain(value.model_dump(mode="json"), depth + 1)
-    return repr(value)
 
 
 def load_dialogues(path: pathlib.Path) -> list[dict[str, Any]]:
@@ -318,7 +307,7 @@ class Runner:
                     model.begin_turn(oracle)
                     record["oracle"] = data
                 if self.options.announce and self.options.base_url:
-                    record["oracle"] = announce(self.options.base_url, name, index)
+                    record["oracle"] = announce(re.sub(r"/v1/?$", "", self.options.base_url.rstrip("/")), name, index)
                 result, error = None, None
                 try:
                     if index == 0:
@@ -408,17 +397,6 @@ class Runner:
             "fallbacks": [plain(e["data"]) | {"agent": e.get("agent")} for e in events if e["type"] == "fallback"],
             "error": error,
         }
-
-
-def announce(base_url: str, dialogue: str, turn: int) -> Any:
-    """Tell the shared model server (shared_model.py) which turn is played next; its oracle for the turn."""
-    import urllib.request
-
-    server = re.sub(r"/v1/?$", "", base_url.rstrip("/"))
-    request = urllib.request.Request(f"{server}/harness/turn", data=json.dumps({"dialogue": dialogue, "turn": turn}).encode(),
-                                     headers={"Content-Type": "application/json"}, method="POST")
-    with urllib.request.urlopen(request, timeout=10) as response:
-        return json.loads(response.read() or b"{}").get("oracle")
 
 
 def gap(answer: str) -> bool:

@@ -88,6 +88,8 @@ def plain(value: Any, depth: int = 0) -> Any:
         return {str(k): plain(v, depth + 1) for k, v in value.items()}
     if isinstance(value, (list, tuple, set)):
         return [plain(v, depth + 1) for v in value]
+    if hasattr(value, "model_dump"):  # a pydantic model (Frontdesk's side uses this function too)
+        return plain(value.model_dump(mode="json"), depth + 1)
     return repr(value)
 
 
@@ -542,14 +544,15 @@ async def play_dialogue(dialogue: dict[str, Any], folder, mica, options, tools, 
     return summary
 
 
-def announce(server: str, dialogue: str, turn: int) -> None:
-    """Tell the shared model server (shared_model.py) which turn is played next."""
+def announce(server: str, dialogue: str, turn: int) -> Any:
+    """Tell the shared model server (shared_model.py) which turn is played next; its oracle for the turn.
+    `server` is the address without `/v1`."""
     import urllib.request
 
     request = urllib.request.Request(f"{server}/harness/turn", data=json.dumps({"dialogue": dialogue, "turn": turn}).encode(),
                                      headers={"Content-Type": "application/json"}, method="POST")
     with urllib.request.urlopen(request, timeout=10) as response:
-        response.read()
+        return json.loads(response.read() or b"{}").get("oracle")
 
 
 def load_dialogues(path: pathlib.Path) -> list[dict[str, Any]]:

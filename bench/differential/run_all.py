@@ -59,6 +59,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="/tmp/differential")
     parser.add_argument("--only", action="append", default=[], help="labels (or parts of labels) to run")
     parser.add_argument("--skip-mica", action="store_true", help="keep the MICA lines of an earlier run")
+    parser.add_argument("--frontdesk-src", type=pathlib.Path, default=ROOT / "src",
+                        help="the Frontdesk tree the runner plays (a baseline worktree's src/); the server "
+                             "always runs this checkout's")
     options = parser.parse_args(argv)
     out = pathlib.Path(options.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -91,7 +94,8 @@ def main(argv: list[str] | None = None) -> int:
                 label_lines(pathlib.Path(f"{stem}.mica.jsonl"), label)
             subprocess.run([python, str(HERE / "frontdesk_runner.py"), str(item["program"]), str(item["dialogues"]),
                             "--base-url", url, "--announce", "--program-label", label, *tools,
-                            "--out", f"{stem}.frontdesk.jsonl"], env=env, check=False)
+                            "--out", f"{stem}.frontdesk.jsonl"],
+                           env={**env, "PYTHONPATH": str(options.frontdesk_src)}, check=False)
         finally:
             server.terminate()
             server.wait(timeout=10)

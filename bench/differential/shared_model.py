@@ -108,6 +108,7 @@ class SharedModel:
                 if isinstance(turn.get("oracle"), dict):
                     data = {"user": text, **turn["oracle"]}
                     oracle = TurnOracle.from_dict(data)
+                    meaning = {"agents": list(data.get("agents") or [])}  # who the message is for
                 else:
                     oracle, data = fr.derive_oracle(turn, program, bindings, examples, sticky, sticky)
                     named = (turn.get("expect") or {}).get("agent")
@@ -116,8 +117,9 @@ class SharedModel:
                                     and m.get("turn") == index), None)
                     if meaning:  # what the message means, written beside the dialogues (oracle.yml)
                         data = {**data, **{k: v for k, v in meaning.items() if k not in ("turn", "ends")},
+                                "means": meaning.get("means"),  # no case named: none fits (not a lexical guess)
                                 "args": {**data.get("args", {}), **(meaning.get("args") or {})},
-                                "model": {**data.get("model", {}), **(meaning.get("model") or {})}}
+                                "model": {**data.get("model", {}), **self.scripts(meaning)}}
                         oracle = TurnOracle.from_dict(data)
                         if meaning.get("ends"):
                             turn = {**turn, "expect": {**(turn.get("expect") or {}), "ends": True}}
@@ -129,13 +131,34 @@ class SharedModel:
         self.turn: tuple[str, int] = ("", 0)
         self.data: dict[str, Any] = {}
         self.mica_step: dict[str, int] = {}
+        self.mica_data: dict[str, dict[str, Any]] = {}  # llm agent -> values its next JSON answer gives
+
+    def scripts(self, meaning: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+        """An llm agent's script from a meaning entry, in the built-in tools' terms: the values the message
+        gives for the agent's own arguments are recorded first (`set_args`), and an agent followed by
+        another in `agents` (or in a turn that ends the conversation) has finished its task (`finish`
+        with its last reply)."""
+        out: dict[str, list[dict[str, Any]]] = {}
+        order = [str(a) for a in meaning.get("agents") or []]
+        for agent, steps in (meaning.get("model") or {}).items():
+            steps = [dict(s) if isinstance(s, dict) else {REPLY_KEY: str(s)} for s in steps or []]
+            spec = self.program.agents.get(agent)
+            own = {a.name for a in getattr(spec, "args", []) or []}
+            given = {k: v for k, v in (meaning.get("args") or {}).items() if k in own}
+            if given:
+                steps.insert(0, {"set_args": given})
+            done = (agent in order and order.index(agent) < len(order) - 1) or bool(meaning.get("ends"))
+            if done and steps and not any("finish" in s for s in steps):
+                steps[-1] = {**steps[-1], "finish": {}}
+            out[agent] = steps
+        return out
 
     # -- turns ------------------------------------------------------------------------------------
 
     def begin(self, dialogue: str, turn: int) -> dict[str, Any]:
         oracle, data = self.oracles.get((dialogue, turn), (TurnOracle(user=""), {"user": None}))
         with self.lock:
-            self.turn, self.data, self.mica_step = (dialogue, turn), data, {}
+            self.turn, self.data, self.mica_step, self.mica_data = (dialogue, turn), data, {}, {}
         self.ideal.begin_turn(oracle)
         return data
 
@@ -203,12 +226,35 @@ class SharedModel:
             index = self.mica_step.get(agent or "", 0)
             if not script or index >= len(script):
                 return json.dumps({"bot": "", "status": "quit"}), []
-            self.mica_step[agent] = index + 1
-            step = script[index]
-            calls = [(n, a) for n, a in step_tool_calls(step) if n != "finish"]
-            if calls:
-                return None, calls
-            return json.dumps({"bot": step.get(REPLY_KEY) or "", "status": "running"}), []
+            # Frontdesk's built-in tools are MICA's JSON fields: set_args -> "data", finish -> "complete",
+            # hand_back -> "quit"; steps made only of them are joined with the reply that follows
+            data: dict[str, Any] = {}
+            status, reply = "running", ""
+            while index < len(script):
+                step = script[index]
+                index += 1
+                calls = step_tool_calls(step)
+                program_calls = [(n, a) for n, a in calls if n not in ("set_args", "finish", "hand_back")]
+                for n, a in calls:
+                    if n == "set_args":
+                        data.update(a)
+                    elif n == "finish":
+                        status = "complete"
+                    elif n == "hand_back":
+                        status = "quit"
+                if program_calls:  # MICA's answer is calls or JSON: the values go with the next JSON answer
+                    self.mica_step[agent] = index
+                    self.mica_data.setdefault(agent, {}).update(data)
+                    return None, program_calls
+                reply = step.get(REPLY_KEY) or ""
+                if reply or status != "running":
+                    break
+            self.mica_step[agent] = index
+            data = {**self.mica_data.pop(agent, {}), **data}
+            answer: dict[str, Any] = {"bot": reply, "status": status}
+            if data:
+                answer["data"] = data
+            return json.dumps(answer), []
         if kind == "kb_answer":
             kb = [a for a in oracle.agents if self.kinds.get(a) == "knowledge"]
             if not kb:
@@ -314,14 +360,7 @@ def main(argv: list[str] | None = None) -> int:
     beside = pathlib.Path(options.dialogues).resolve().parent / "oracle.yml"
     meanings = (yaml.safe_load(beside.read_text(encoding="utf-8")) or {}).get("dialogues") if beside.is_file() else None
     server.model = SharedModel(program, agents_yml, dialogues, meanings)
-    server.log_path = options.log
-    server.log_lock = threading.Lock()
-    print(f"listening on http://127.0.0.1:{server.server_address[1]}", flush=True)
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    return 0
+    return stub_server.serve(server, options.log)
 
 
 if __name__ == "__main__":

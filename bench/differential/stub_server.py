@@ -240,7 +240,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     server = Server(("127.0.0.1", args.port), Handler)
     server.stub = Stub()
-    server.log_path = args.log
+    return serve(server, args.log)
+
+
+def serve(server: ThreadingHTTPServer, log_path: str) -> int:
+    """Serve until interrupted, appending requests to `log_path` (none when empty); print the address
+    first (the runners wait for the `listening on` line)."""
+    server.log_path = log_path
     server.log_lock = threading.Lock()
     print(f"listening on http://127.0.0.1:{server.server_address[1]}", flush=True)
     try:

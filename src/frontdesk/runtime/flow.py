@@ -53,12 +53,14 @@ from frontdesk.runtime.policies import (
     clear_topic_switch,
     few_words,
     new_frame,
+    policy_words,
     setup_frame,
     switch_candidates,
 )
 from frontdesk.runtime.routing import digression_by_llm
 from frontdesk.runtime.rules import active_profiles, effective_profile, step_checkpoint
 from frontdesk.runtime.state import GATHERED_BEFORE, Frame
+from frontdesk.runtime.steps import Done
 
 MAX_STEPS_PER_RUN = 500
 register_event_type("flow_transition", "a flow entered one of its named steps", ("step",))
@@ -490,19 +492,27 @@ class FlowExecutor:
             # no model that can read them: the values the message gives by kind, listed value or name
             read = self._read_args(extract + others, node, frame, ctx)
             by_pattern = {**by_pattern, **read}
+            if branch is not None and read:
+                frame.data.decided_by[f"{branch.id}:gave"] = ",".join(sorted(read))
             extract, others = [n for n in extract if n not in by_pattern], []
         # the step's question was answered: a value it asks for was given (other arguments do not count).
         # A value read so from the message that started the agent after it asked its question is kept,
         # but the question still waits for its answer (as MICA: the message is read, the `user` step waits)
         asked_first = tentative and frame.data.last_say is not None
         gave = any(n in node.extracts and not (asked_first and n in read) for n in by_pattern)
-        if node.extracts or branch is None:
+        if node.extracts or branch is None or branch.otherwise is None:
+            # (a claims step with no `else:` reads them too: an answer that gives one is no fallback)
             # the model reads the other arguments in the call that reads the step's own, or in a call of
             # their own; a call that only decides the step's claims case asks only that (the IR's listen)
             extract += [n for n in others if n not in extract]
         if branch is None and not extract:
             return None, (not tentative) or gave
         switches = switch_candidates(ctx, frame) if branch and not tentative else []
+        # ADL: the program's entry flow with an exit policy ends the conversation when the user does
+        entry_exit = not tentative and not gave and policy.args_from_messages and ctx.state.stack[:1] == [frame] \
+            and ctx.program.agents[frame.agent].exit is not None and (branch is not None or bool(node.extracts))
+        if entry_exit and self._typed_goodbye(branch, ctx):
+            return self._user_ends(frame, ctx, "a goodbye in so many words"), True
         if branch is None and not tentative and not gave and policy.args_from_messages and node.extracts:
             # ADL: the answer to a plain `user` step may be no answer at all but another topic or a goodbye
             # (MICA's extraction reads `quit` from every message; the paper's flow "deactivates itself")
@@ -516,8 +526,12 @@ class FlowExecutor:
                     # the model may also say the user is leaving: the ensemble then judges the goodbye
                     switches = switches + [KnowledgeAgent(name=orchestration.EXIT_CHOICE,
                                                           description=orchestration.EXIT_DESCRIPTION)]
+        if entry_exit and ctx.llm_classifies:  # the model may say the user is leaving
+            switches = switches + [KnowledgeAgent(name=orchestration.EXIT_CHOICE,
+                                                  description=orchestration.EXIT_DESCRIPTION)]
         if branch and choice is None:
-            choice = self._choose_by_embedding(branch, switches, frame, ctx, tentative)
+            members = [a for a in switches if a.name != orchestration.EXIT_CHOICE]  # agents of the program
+            choice = self._choose_by_embedding(branch, members, frame, ctx, tentative)
         ask_choice = (branch is not None or bool(switches)) and choice is None and (ctx.llm_classifies or not tentative)
         if offline and (ctx.llm is None or (node.strategy == "pattern" and node.extracts)):
             # a flow with no model, or a GATHER with STRATEGY: pattern ("no LLM calls"), reads what
@@ -544,12 +558,16 @@ class FlowExecutor:
             if policy.args_from_messages and extract and ctx.llm is not None:
                 self._note_args_read(extracted, {n: "model" for n in extract}, extract, frame, ctx)
             gave = gave or any(n in node.extracts for n in extracted)
+            if branch is not None and extracted and policy.args_from_messages:
+                frame.data.decided_by[f"{branch.id}:gave"] = ",".join(sorted(extracted))
             if ask_choice:
                 choice = str(call.get("choice", prompts.NONE_CHOICE))
                 if branch is not None:
                     frame.data.decided_by[branch.id] = "llm"
         if branch is None:
             target = choice[7:] if choice and choice.startswith("switch:") else None
+            if target == orchestration.EXIT_CHOICE and not gave and entry_exit:
+                return self._user_ends(frame, ctx, "understand (llm)"), True
             if target == orchestration.EXIT_CHOICE and not gave:
                 ctx.input.give_back(frame, "the user is leaving")
                 ctx.log.emit("step", frame.agent, action="the user left the flow", by="understand (llm)")
@@ -563,6 +581,8 @@ class FlowExecutor:
                 return Outcome.switch(target), True
             return None, gave
         choice = choice or prompts.NONE_CHOICE
+        if entry_exit and choice == f"switch:{orchestration.EXIT_CHOICE}":
+            return self._user_ends(frame, ctx, f"understand ({frame.data.decided_by[branch.id]})"), True
         if choice.startswith("switch:") and choice[7:] in {s.name for s in switches}:
             frame.waiting = True  # resume here, at the question, after the other agent
             ctx.input.give_back(frame, f"the user turned to {choice[7:]}")
@@ -576,6 +596,33 @@ class FlowExecutor:
             ctx.input.also = also
             ctx.log.emit("step", frame.agent, action="the message also asks for another agent", agent=also)
         return None, choice in cases
+
+    @staticmethod
+    def _typed_goodbye(branch: BranchNode | None, ctx: TurnContext) -> bool:
+        """The message is a goodbye in so many words ("thanks, bye") and no claims case of the step
+        names it (a case "Bye" is the step's own answer)."""
+        from frontdesk.runtime.routing import typed_goodbye
+
+        text = ctx.input.text or ""
+        if not typed_goodbye(text):
+            return False
+        said = " ".join(re.findall(r"[a-z0-9']+", text.lower()))
+        examples = [e for _, found in (claims_choices(branch) if branch is not None else []) for e in found]
+        return not any(" ".join(re.findall(r"[a-z0-9']+", str(e).lower())) == said for e in examples)
+
+    @staticmethod
+    def _user_ends(frame: Frame, ctx: TurnContext, by: str) -> Outcome:
+        """The user ends the conversation at a question of the program's entry flow, which has an exit
+        policy: its exit message is said (a text is followed as a strategy, see policy_words) and the
+        session ends, as an ensemble's exit does."""
+        from frontdesk.runtime.routing import ENDED_BY_USER
+
+        agent = ctx.program.agents[frame.agent]
+        ctx.input.state = "taken"
+        ctx.log.emit("step", frame.agent, action="exit policy", policy=agent.exit.shown(), by=by,
+                     reason=ENDED_BY_USER)
+        ctx.say(frame.agent, policy_words(ctx, frame.agent, agent.exit, "exit"), frame)
+        return Done(status="success", message=ENDED_BY_USER, ends_conversation=True)
 
     @staticmethod
     def _leaves_flow(frame: Frame, ctx: TurnContext) -> Outcome | None:
@@ -614,18 +661,24 @@ class FlowExecutor:
     @staticmethod
     def _args_not_asked(node: ListenNode, frame: Frame, ctx: TurnContext, graph: StepGraph) -> list[str]:
         """The agent's arguments, not yet set, that this step's question does not ask for and that the
-        flow does not set itself (a `set` step, a call's result, a tool's returned value): values the
-        user may give at any message."""
-        agent = ctx.program.agents[frame.agent]
+        flow does not compute itself (a `set` step other than a claims case's literal, a call's bound
+        result): values the user may give at any message."""
         values = ctx.values(frame.agent)
-        own = {o.target.name for outputs in agent.tool_outputs.values() for o in outputs
-               if o.target.scope == frame.agent}
+        # (a tool's returned value is not counted: every tool is taken to return any argument of its
+        # caller, which would leave nothing to read in a flow that calls one; a value it has set is
+        # set, and is not asked for)
+        own: set[str] = set()
+        # a literal a claims case records first (`then: [set: {book_title: "all"}]`) is one way to fill
+        # the argument: the user may give the value too; any other `set:` is the flow's own value
+        case_sets = {case.target for other in graph.nodes.values() if isinstance(other, BranchNode)
+                     for case in other.cases if isinstance(case.condition, ClaimsCondition)}
         for other in graph.nodes.values():
             if isinstance(other, AssignNode):
-                own.update(a.target.name for a in other.assignments if a.target.scope == frame.agent)
+                own.update(a.target.name for a in other.assignments if a.target.scope == frame.agent
+                           and not (other.id in case_sets and isinstance(a.value, Lit)))
             elif isinstance(other, InvokeNode) and other.bind is not None and other.bind.scope == frame.agent:
                 own.add(other.bind.name)
-        return [a.name for a in agent.args
+        return [a.name for a in ctx.program.agents[frame.agent].args
                 if a.name not in node.extracts and a.name not in own and values.get(a.name) is None]
 
     def _read_args(self, names: list[str], node: ListenNode, frame: Frame, ctx: TurnContext) -> dict[str, Any]:
@@ -1248,7 +1301,12 @@ class FlowExecutor:
         if node.otherwise is not None:
             frame.data.node = node.otherwise
             return None
-        if has_claims and frame.data.last_listen:
+        gave = frame.data.decided_by.pop(f"{node.id}:gave", None)
+        if has_claims and frame.data.last_listen and gave:
+            # no case, but the message gave the flow values ("The Hobbit" for book_title): an answer
+            ctx.log.emit("step", frame.agent, action="no case matched; the message gave values, the flow goes on",
+                         args=gave.split(","))
+        elif has_claims and frame.data.last_listen:
             return apply_fallback(ctx, frame, reason="no condition matched the user's message")
         frame.data.node = node.next
         return None

@@ -548,7 +548,8 @@ class RouterExecutor:
         if ctx.said and ctx.said[-1].text == ROUTE_APOLOGY:
             frame.waiting = True
             return Outcome.wait()
-        if ctx.input.passed:
+        if ctx.input.passed and ctx.said:
+            # what was for the agents that took it got its answer; the rest is for nobody
             ctx.say(router.name, ANYTHING_ELSE, frame)
             frame.waiting = True
             return Outcome.wait()

@@ -302,6 +302,12 @@ class KnowledgeIndex:
         ranked = sorted((i for i in range(len(fused)) if fused[i] > 0), key=lambda i: (-fused[i], i))
         return self._passages(ranked[:k], fused)
 
+    def every_passage(self, limit: int) -> list[Passage]:
+        """All chunks, in order, with score 0, when there are at most `limit` of them; else []."""
+        if not self.chunks or len(self.chunks) > limit:
+            return []
+        return [Passage(text=c.text, source=c.source, score=0.0, title=c.title) for c in self.chunks]
+
     def _bm25_scores(self, question: str) -> np.ndarray | None:
         """BM25 score of every chunk, or None when the question shares no indexed word."""
         if self._retriever is None:
