@@ -297,3 +297,9 @@ class AgentRules(IRModel):
     profiles: list[BehaviorProfile] = Field(default_factory=list)  # inline and USE'd, compiled
     # sections parsed for compatibility and kept as data (NLU, INTENTS, MULTI_INTENT, TESTS, ...)
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+    def rule_actions(self) -> list[Action]:
+        """The actions of the agent's rules: each constraint's ON_FAIL, each ON_ERROR handler, each
+        COMPLETE rule and each hook (what may hand off, delegate or render a template)."""
+        return [c.on_fail for c in self.constraints] + [h.action for h in self.on_error] + \
+            [c.action for c in self.complete] + [h.action for h in self.hooks]

@@ -195,7 +195,7 @@ def _entry(docs: dict[str, Document], agents: dict[str, Agent], entry: str | Non
 
 def _rule_targets(agent: Agent) -> set[str]:
     """Agents a rule of `agent` may hand off or delegate to (ON_FAIL, ON_ERROR, COMPLETE actions)."""
-    return {a for action in _actions_of(agent.rules) for a in (action.handoff, action.delegate) if a}
+    return {a for action in agent.rules.rule_actions() for a in (action.handoff, action.delegate) if a}
 
 
 # ---- tools ------------------------------------------------------------------------------------------
@@ -293,6 +293,16 @@ def tool_from_line(node: Node, ctx: SectionContext,
                                         immutable=ctx.names_list(props.get("immutable")),
                                         # our extension: the question asked before the call
                                         message=ctx.text(props.get("confirm_message")))
+        known = {p.name for p in params}
+        for field in confirmation.immutable:  # a parameter the tool does not have cannot be held fixed
+            if field not in known:
+                from frontdesk.diagnostics import did_you_mean
+
+                guess = did_you_mean(field, sorted(known))
+                ctx.error(codes.BAD_VALUE, f"immutable names {field}, which is not a parameter of {name}",
+                          props["immutable"].value_span() if props["immutable"].value else props["immutable"],
+                          f"did you mean {guess}?" if guess else
+                          f"name parameters of {name}: {', '.join(sorted(known)) or '(it has none)'}")
     return ToolDef(name=name, description=description, params=params, returns=returns, binding=binding,
                    convention="value", auth=auth, confirmation=confirmation, span=node.span)
 
@@ -512,15 +522,30 @@ def _cross_checks(doc: Document, sections: dict[str, Node], ctx: SectionContext,
                       name_span(constraint.span, constraint.tool, ctx.file, lines),
                       "declare it under TOOLS: or name a tool the agent has")
     words = _Words(doc.text, ctx.file)
-    for action in _actions_of(rules):
+    for action in rules.rule_actions():
         for target, what in ((action.handoff, "HANDOFF"), (action.delegate, "DELEGATE")):
             if target and target not in ctx.names.agents:
                 _check_agent(target, words.find(target), ctx, f"ON_FAIL {what}")
+        if action.template and action.template not in rules.templates:
+            # RESPOND: TEMPLATE(x) of a hook, a COMPLETE, an ON_ERROR or a constraint's ON_FAIL (a FLOW's
+            # own are checked where its steps are read): it would render nothing
+            from frontdesk.diagnostics import did_you_mean
+
+            guess = did_you_mean(action.template, list(rules.templates))
+            ctx.error(codes.BAD_VALUE, f"no template named {action.template}", words.find(action.template),
+                      f"did you mean {guess}?" if guess else "define it under TEMPLATES:")
+    known = {f.name for f in rules.gather}
+    for field in rules.gather:  # depends_on naming no field: the field could never become required
+        for name in field.depends_on:
+            if name not in known:
+                from frontdesk.diagnostics import did_you_mean
+
+                guess = did_you_mean(name, sorted(known))
+                ctx.error(codes.UNSET_FIELD, f"{field.name} depends on {name}, which no GATHER declares",
+                          words.find(name) or field.span,
+                          f"did you mean {guess}?" if guess else "name a field of the agent's GATHER")
 
 
-def _actions_of(rules: AgentRules):
-    return [c.on_fail for c in rules.constraints] + [h.action for h in rules.on_error] + \
-        [c.action for c in rules.complete] + [h.action for h in rules.hooks]
 
 
 class _Words:

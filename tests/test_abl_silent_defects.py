@@ -1,0 +1,68 @@
+"""Issue 26, section 2: broken ABL programs that `check` passed silently. Each test failed before its
+check existed."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from frontdesk.lang import load_program
+
+BOOKING = """
+    AGENT: Booking_Agent
+    GOAL: "Book a room"
+    GATHER:
+      check_in:
+        PROMPT: "Which day do you arrive?"
+        TYPE: date
+      nights:
+        PROMPT: "How many nights?"
+        TYPE: number
+        ACTIVATION: progressive
+        DEPENDS_ON: [check_in]
+    TEMPLATES:
+      welcome: "Welcome to the hotel."
+    ON_START:
+      RESPOND: TEMPLATE(welcome)
+"""
+
+
+def diagnostics(tmp_path: Path, text: str) -> list:
+    (tmp_path / "booking.agent.abl").write_text(textwrap.dedent(text).lstrip(), encoding="utf-8")
+    _, diags = load_program(tmp_path)
+    return list(diags)
+
+
+def test_the_valid_program_checks_clean(tmp_path):
+    assert [d.format() for d in diagnostics(tmp_path, BOOKING) if d.is_error] == []
+
+
+def test_depends_on_naming_no_field_is_an_error(tmp_path):
+    found = [d for d in diagnostics(tmp_path, BOOKING.replace("DEPENDS_ON: [check_in]", "DEPENDS_ON: [checkin]"))
+             if d.is_error]
+    assert [d.code for d in found] == ["ABL023"]
+    assert "nights depends on checkin, which no GATHER declares" in found[0].message
+    assert "did you mean check_in?" in (found[0].hint or "")
+    assert (found[0].span.line, found[0].span.column) == (11, 18)  # the name in DEPENDS_ON
+
+
+def test_a_hooks_template_that_does_not_exist_is_an_error(tmp_path):
+    found = [d for d in diagnostics(tmp_path, BOOKING.replace("TEMPLATE(welcome)", "TEMPLATE(welcom)"))
+             if d.is_error]
+    assert [d.code for d in found] == ["ABL026"]
+    assert "no template named welcom" in found[0].message and "did you mean welcome?" in (found[0].hint or "")
+
+
+
+def test_immutable_naming_a_parameter_the_tool_lacks_is_an_error(tmp_path):
+    tools = """
+        TOOLS:
+          charge_card(amount: number, currency: string) -> Result
+            side_effects: true
+            immutable: [amount, ammount]
+    """
+    text = BOOKING + textwrap.dedent(tools).replace("\n", "\n    ")
+    found = [d for d in diagnostics(tmp_path, text) if d.is_error]
+    assert [d.code for d in found] == ["ABL026"]
+    assert "immutable names ammount, which is not a parameter of charge_card" in found[0].message
+    assert "did you mean amount?" in (found[0].hint or "")
