@@ -66,3 +66,12 @@ def test_immutable_naming_a_parameter_the_tool_lacks_is_an_error(tmp_path):
     assert [d.code for d in found] == ["ABL026"]
     assert "immutable names ammount, which is not a parameter of charge_card" in found[0].message
     assert "did you mean amount?" in (found[0].hint or "")
+
+
+def test_a_field_named_like_a_system_variable_gets_the_reserved_name_warning(tmp_path):
+    """abl-specification 8.8: "Do not use these names for user-defined variables"."""
+    text = BOOKING.replace("  check_in:\n", "  tool_failures:\n").replace("DEPENDS_ON: [check_in]",
+                                                                        "DEPENDS_ON: [tool_failures]")
+    found = [d for d in diagnostics(tmp_path, text) if d.code == "ABL104"]
+    assert len(found) == 1 and "'tool_failures' is a system variable the runtime sets" in found[0].message
+    assert not [d for d in diagnostics(tmp_path, BOOKING) if d.code == "ABL104"]

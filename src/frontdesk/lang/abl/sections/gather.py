@@ -49,13 +49,24 @@ _INLINE_WHEN = re.compile(r"\{\s*when\s*:\s*(.*?)\s*\}\s*$", re.IGNORECASE | re.
 # ---- reserved names ------------------------------------------------------------------------------
 
 
+# abl-specification 8.8: the variables the runtime assigns (besides `match` and the `_` names)
+SYSTEM_VARIABLES = {"all_fields_gathered", "sentiment_trajectory", "tool_failures", "constraint_failures",
+                    "channel", "language", "user.intent", "user.sentiment"}
+LAST_RESULT = re.compile(r"last_\w+_result")
+
+
 def check_variable_name(name: str, node: Node | Span, ctx: SectionContext) -> None:
     """Warn (ABL104) when a variable the agent sets is named like one the runtime owns: `match`
-    (the capture groups of `matches`) or anything starting with `_` (abl-specification 8.8)."""
-    if name != "match" and not name.startswith("_"):
+    (the capture groups of `matches`), anything starting with `_`, or another system variable of
+    abl-specification 8.8 (`all_fields_gathered`, `tool_failures`, `language`, `last_<tool>_result`, ...)."""
+    if name != "match" and not name.startswith("_") and name not in SYSTEM_VARIABLES \
+            and not LAST_RESULT.fullmatch(name):
         return
     where = _name_span(name, node)
-    if name == "match":
+    if name in SYSTEM_VARIABLES or LAST_RESULT.fullmatch(name):
+        ctx.warning(codes.RESERVED_NAME, f"'{name}' is a system variable the runtime sets (abl-specification "
+                    "8.8); the agent's value would be overwritten or hide it", where, "choose another name")
+    elif name == "match":
         ctx.warning(codes.RESERVED_NAME, "'match' is set by every successful `matches` test and will be overwritten",
                     where, "choose another name")
     else:
