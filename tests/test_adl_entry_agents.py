@@ -7,13 +7,13 @@ before its fix (docs/adl-semantics.md, "Entry agents")."""
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
-from frontdesk.lang import load_program
 from frontdesk.llm import ScriptedProvider
 from frontdesk.runtime.engine import ENDED_REPLY, Engine
 from frontdesk.store.memory import MemorySessionStore
+
+from adl_text import program
 
 MUSEUM = """
     main:
@@ -38,10 +38,7 @@ GYM = """
 
 
 def engine(tmp_path: Path, text: str, llm=None) -> Engine:
-    (tmp_path / "agents.yml").write_text(textwrap.dedent(text), encoding="utf-8")
-    program, diagnostics = load_program(tmp_path)
-    assert program is not None, [d.format() for d in diagnostics]
-    return Engine(program, llm, MemorySessionStore())
+    return Engine(program(tmp_path, text), llm, MemorySessionStore())
 
 
 def texts(result) -> list[str]:

@@ -7,14 +7,13 @@ before the fix."""
 
 from __future__ import annotations
 
-import textwrap
-from pathlib import Path
 
-from frontdesk.lang import load_program
 from frontdesk.llm import ScriptedProvider
 from frontdesk.runtime.orchestration import EXIT_CHOICE
 from frontdesk.runtime.routing import GOODBYE
 from frontdesk.testing import run_conversation
+
+from adl_text import program, said
 
 SHOP = """
     main:
@@ -43,21 +42,10 @@ SHOP = """
 """
 
 
-def program(tmp_path: Path, text: str):
-    (tmp_path / "agents.yml").write_text(textwrap.dedent(text), encoding="utf-8")
-    prog, diags = load_program(tmp_path)
-    assert prog is not None and not [d for d in diags if d.is_error]
-    return prog
-
-
 ROUTED_TO_REPAIR = [  # the routing call, then the read of the starting message for the flow's arguments
     {"purpose": "route", "call": "route", "with": {"agent": "repair"}},
     {"purpose": "understand", "call": "understand", "with": {"args": {}}},
 ]
-
-
-def said(run, index: int) -> list[str]:
-    return [m.text for m in run.turns[index].messages]
 
 
 def test_another_topic_at_a_plain_user_step_goes_to_that_member(tmp_path):

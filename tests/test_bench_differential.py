@@ -123,6 +123,17 @@ def test_a_rule_naming_no_section_is_refused(tmp_path):
         raise AssertionError("a rule pointing at nothing was accepted")
 
 
+def test_a_rule_with_a_misspelt_condition_is_refused(tmp_path):
+    bad = tmp_path / "rules.yml"
+    bad.write_text("rules:\n  - id: x\n    doc: Steps\n    first: {errror: boom}\n", encoding="utf-8")
+    try:
+        compare.load_rules(bad, ROOT / "docs" / "adl-semantics.md")
+    except ValueError as exc:
+        assert "first.errror" in str(exc)
+    else:
+        raise AssertionError("a rule with an unknown condition key was accepted")
+
+
 def _line(turn, bot, error=None, ended=False):
     return {"record": "turn", "program": "p", "dialogue": "d", "turn": turn, "user": "hi", "bot": bot,
             "speakers": [], "agent": None, "tools": [], "values": {}, "ended": ended, "error": error}

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import pathlib
 import sys
 from collections import Counter, defaultdict
@@ -174,6 +175,8 @@ def compare(first: list[dict[str, Any]], second: list[dict[str, Any]], kinds: di
 # ---- explaining differences (--explain) -------------------------------------------------------------
 
 STATEFUL = ("step text", "agent", "tools", "values", "ended", "error")
+RULE_KEYS = {"id", "doc", "program", "dialogue", "turn", "first", "second", "kinds", "first_said_less"}
+SIDE_KEYS = {"error", "says", "not_says", "tool", "agent", "ended", "silent", "missing", "trace"}
 
 
 def load_rules(path: pathlib.Path, docs: pathlib.Path | None = None) -> list[dict[str, Any]]:
@@ -191,6 +194,11 @@ def load_rules(path: pathlib.Path, docs: pathlib.Path | None = None) -> list[dic
     for rule in rules:
         if not isinstance(rule, dict) or not rule.get("id") or not rule.get("doc"):
             raise ValueError(f"{path}: every rule needs `id` and `doc`: {rule!r}")
+        # a misspelt key would be ignored and the rule would match more than it says
+        unknown = [k for k in rule if k not in RULE_KEYS] + \
+            [f"{side}.{k}" for side in ("first", "second") for k in (rule.get(side) or {}) if k not in SIDE_KEYS]
+        if unknown:
+            raise ValueError(f"{path}: rule {rule['id']}: unknown key(s) {', '.join(unknown)}")
         if headings is not None and rule["doc"] not in headings:
             raise ValueError(f"{path}: rule {rule['id']}: no heading {rule['doc']!r} in {docs}")
     return rules
@@ -199,14 +207,10 @@ def load_rules(path: pathlib.Path, docs: pathlib.Path | None = None) -> list[dic
 def _side_matches(want: dict[str, Any] | None, line: dict[str, Any] | None) -> bool:
     """A rule's condition on one side's line: `error`, `says` (a text), `tool` (a call's name),
     `agent`, `trace` (an error event of Frontdesk's turn) as regular expressions (case-insensitive); `ended`, `silent` (said nothing) as booleans."""
-    import re
-
     if not want:
         return True
     if line is None:
         return bool(want.get("missing"))
-    if "missing" in want and not want["missing"]:
-        pass
     checks = {
         "error": lambda p: re.search(p, str(line.get("error") or ""), re.I) is not None and bool(line.get("error")),
         "says": lambda p: any(re.search(p, t, re.I) for t in texts(line)),
@@ -230,8 +234,6 @@ def explain(report: dict[str, Any], first: list[dict[str, Any]], second: list[di
     when an earlier turn of its dialogue differed in what the conversation holds (a stateful kind), it
     `follows` that turn (the two conversations are no longer in the same state); else it is
     `unexplained`."""
-    import re
-
     def index(lines):
         return {(r["program"], r.get("dialogue"), r.get("turn")): r for r in lines if r.get("record", "turn") == "turn"}
 

@@ -607,6 +607,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--continue-after-error", action="store_true",
                         help="after a turn fails in MICA, go on with the dialogue's next turns (MICA's server would)")
     parser.add_argument("--no-init", dest="init", action="store_false", help="do not send /init first")
+    parser.add_argument("--program-label", help="the `program` field of each line (default: none)")
     parser.add_argument("--announce", action="store_true",
                         help="POST each turn to BASE/harness/turn first (the shared model server, shared_model.py)")
     parser.add_argument("--web", action="store_true", help="let kb agents fetch their web sources")
@@ -669,6 +670,8 @@ def main(argv: list[str] | None = None) -> int:
     failures = 0
 
     def emit(record: dict[str, Any]) -> None:
+        if options.program_label:
+            record = {**record, "program": options.program_label}
         out.write(json.dumps(record, ensure_ascii=False, default=repr) + "\n")
         out.flush()
 

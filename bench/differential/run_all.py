@@ -1,19 +1,19 @@
 """Run MICA and Frontdesk on every program of the harness against the shared model server (issue 25).
 
     .venv/bin/python bench/differential/run_all.py --mica-python /work/mica-venv/bin/python \\
-        [--out /tmp/differential] [--only NAME ...] [--skip-mica]
+        [--out /tmp/differential] [--only NAME ...] [--skip-mica] [--frontdesk-src OTHER_TREE/src]
 
 For each program: start shared_model.py on it and its dialogues, play the dialogues with
 mica_runner.py (in MICA's environment, `--announce`) and with frontdesk_runner.py (`--base-url`,
 `--announce`), and write `<out>/<label>.mica.jsonl`, `<label>.frontdesk.jsonl` and the server's
-request log `<label>.requests.jsonl`. Then compare them with compare.py (`--explain`) and print the
-report. MICA needs `--skip-validation --wrap-main` for the held-out bots (MICA_NOTES.md says why).
+request log `<label>.requests.jsonl`. Compare the two sides afterwards with compare.py `--explain`
+(README.md shows the commands). MICA needs `--skip-validation --wrap-main` for the held-out bots
+(MICA_NOTES.md says why).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import pathlib
 import subprocess
@@ -42,15 +42,6 @@ def programs() -> list[dict]:
         found.append({"label": f"conformance:{name}", "program": CONFORMANCE / name,
                       "dialogues": HERE / "conformance_dialogues" / f"{name}.yml", "tools": [], "mica": []})
     return found
-
-
-def label_lines(path: pathlib.Path, label: str) -> None:
-    """Give every line of a mica_runner output the program's label (it writes none)."""
-    if not path.is_file():
-        return
-    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    path.write_text("".join(json.dumps({**line, "program": label}, ensure_ascii=False) + "\n" for line in lines),
-                    encoding="utf-8")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -87,11 +78,11 @@ def main(argv: list[str] | None = None) -> int:
             if not options.skip_mica:
                 subprocess.run([options.mica_python, str(HERE / "mica_runner.py"), str(item["program"]),
                                 str(item["dialogues"]), "--base-url", url, "--announce", "--continue-after-error",
+                                "--program-label", label,
                                 "--env", "FRONTDESK_EXAMPLE_TODAY=2026-11-22", "--fresh-dir-env",
                                 "FRONTDESK_EXAMPLE_DB_DIR", *tools, *item["mica"], "--out", f"{stem}.mica.jsonl"],
                                env={**os.environ, "PYTHONPATH": str(MICA_SOURCE)}, stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL, check=False)
-                label_lines(pathlib.Path(f"{stem}.mica.jsonl"), label)
             subprocess.run([python, str(HERE / "frontdesk_runner.py"), str(item["program"]), str(item["dialogues"]),
                             "--base-url", url, "--announce", "--program-label", label, *tools,
                             "--out", f"{stem}.frontdesk.jsonl"],

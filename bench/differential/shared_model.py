@@ -50,7 +50,7 @@ sys.path[:0] = [str(HERE), str(HERE.parent)]
 import frontdesk_runner as fr  # noqa: E402
 import stub_server  # noqa: E402
 from frontdesk.runtime.orchestration import EXIT_CHOICE as EXIT_CHOICE_NAME  # noqa: E402
-from ideal_model import REPLY_KEY, ROUTE_TOOL, IdealModel, TurnOracle, \
+from ideal_model import REPLY_KEY, ROUTE_TOOL, UNDERSTAND_TOOL, IdealModel, TurnOracle, \
     _first_sentence, _norm, _sentence_with, step_tool_calls  # noqa: E402
 
 MICA_EXIT, MICA_FAQ, MICA_NONE = "[Exit]", "[FAQ]", "None"
@@ -169,22 +169,15 @@ class SharedModel:
     # -- Frontdesk --------------------------------------------------------------------------------
 
     def frontdesk(self, body: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-        tools = [t.get("function", {}) for t in body.get("tools") or []]
-        route = next((t for t in tools if t.get("name") == ROUTE_TOOL), None)
-        enum = ((route or {}).get("parameters") or {}).get("properties", {}).get("agent", {}).get("enum") or []
-        if route and self.data.get("ends") and not self.oracle.agents and EXIT_CHOICE_NAME in enum:
-            answer = {"role": "assistant", "content": None, "tool_calls": [
-                {"id": "call_exit", "type": "function",
-                 "function": {"name": ROUTE_TOOL, "arguments": json.dumps({"agent": EXIT_CHOICE_NAME})}}]}
-            return f"route {EXIT_CHOICE_NAME}", completion(answer)
-        understand = next((t for t in tools if t.get("name") == "understand"), None)
-        choices = ((understand or {}).get("parameters") or {}).get("properties", {}).get("choice", {}).get("enum") or []
-        leave = f"switch:{EXIT_CHOICE_NAME}"
-        if understand and leave in choices and self.data.get("ends") and not self.oracle.agents:
-            answer = {"role": "assistant", "content": None, "tool_calls": [
-                {"id": "call_leave", "type": "function",
-                 "function": {"name": "understand", "arguments": json.dumps({"choice": leave})}}]}
-            return f"understand {leave}", completion(answer)
+        if self.data.get("ends") and not self.oracle.agents:
+            # a turn that ends the conversation: the routing call's and the understand call's way out
+            for tool, field, leave in ((ROUTE_TOOL, "agent", EXIT_CHOICE_NAME),
+                                       (UNDERSTAND_TOOL, "choice", f"switch:{EXIT_CHOICE_NAME}")):
+                offered = next((t.get("function", {}) for t in body.get("tools") or []
+                                if t.get("function", {}).get("name") == tool), None)
+                enum = ((offered or {}).get("parameters") or {}).get("properties", {}).get(field, {}).get("enum") or []
+                if leave in enum:
+                    return f"{tool} {leave}", completion(None, [(tool, {field: leave})])
         reply, record = self.ideal.complete(body)
         return record.answer, reply
 
@@ -271,7 +264,13 @@ class SharedModel:
         return "OK", []
 
 
-def completion(message: dict[str, Any]) -> dict[str, Any]:
+def completion(content: str | None, calls: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+    """A chat-completions answer: the text, and the tool calls in order."""
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if calls:
+        message["tool_calls"] = [{"id": f"call_{i}", "type": "function",
+                                  "function": {"name": n, "arguments": json.dumps(a, ensure_ascii=False)}}
+                                 for i, (n, a) in enumerate(calls)]
     return {"id": f"chatcmpl-{time.monotonic_ns()}", "object": "chat.completion", "created": int(time.time()),
             "model": "shared", "choices": [{"index": 0, "message": message,
                                             "finish_reason": "tool_calls" if message.get("tool_calls") else "stop"}],
@@ -309,13 +308,8 @@ class Handler(BaseHTTPRequestHandler):
             system = "mica"
             with model.lock:
                 content, calls = model.mica(kind, body)
-            message: dict[str, Any] = {"role": "assistant", "content": content}
-            if calls:
-                message["tool_calls"] = [{"id": f"call_{i}", "type": "function",
-                                          "function": {"name": n, "arguments": json.dumps(a, ensure_ascii=False)}}
-                                         for i, (n, a) in enumerate(calls)]
             answer = f"{kind} " + (content or ", ".join(n for n, _ in calls))
-            reply = completion(message)
+            reply = completion(content, calls)
         if self.server.log_path:
             with self.server.log_lock, open(self.server.log_path, "a", encoding="utf-8") as f:
                 f.write(json.dumps({"dialogue": model.turn[0], "turn": model.turn[1], "system": system,

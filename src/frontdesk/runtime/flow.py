@@ -19,7 +19,6 @@ from frontdesk.ir.models import (
     HandoffNode,
     InvokeNode,
     JumpNode,
-    KnowledgeAgent,
     ListenNode,
     ReturnNode,
     SayNode,
@@ -492,8 +491,6 @@ class FlowExecutor:
             # no model that can read them: the values the message gives by kind, listed value or name
             read = self._read_args(extract + others, node, frame, ctx)
             by_pattern = {**by_pattern, **read}
-            if branch is not None and read:
-                frame.data.decided_by[f"{branch.id}:gave"] = ",".join(sorted(read))
             extract, others = [n for n in extract if n not in by_pattern], []
         # the step's question was answered: a value it asks for was given (other arguments do not count).
         # A value read so from the message that started the agent after it asked its question is kept,
@@ -522,13 +519,11 @@ class FlowExecutor:
             if ctx.llm_classifies:
                 switches = switch_candidates(ctx, frame)
                 router = ctx.started_by_router(frame)
-                if switches and router is not None and orchestration.has_exit(router):
+                if switches and router is not None:
                     # the model may also say the user is leaving: the ensemble then judges the goodbye
-                    switches = switches + [KnowledgeAgent(name=orchestration.EXIT_CHOICE,
-                                                          description=orchestration.EXIT_DESCRIPTION)]
+                    switches = orchestration.with_exit(router, switches)
         if entry_exit and ctx.llm_classifies:  # the model may say the user is leaving
-            switches = switches + [KnowledgeAgent(name=orchestration.EXIT_CHOICE,
-                                                  description=orchestration.EXIT_DESCRIPTION)]
+            switches = switches + [orchestration.exit_option()]
         if branch and choice is None:
             members = [a for a in switches if a.name != orchestration.EXIT_CHOICE]  # agents of the program
             choice = self._choose_by_embedding(branch, members, frame, ctx, tentative)
@@ -558,12 +553,13 @@ class FlowExecutor:
             if policy.args_from_messages and extract and ctx.llm is not None:
                 self._note_args_read(extracted, {n: "model" for n in extract}, extract, frame, ctx)
             gave = gave or any(n in node.extracts for n in extracted)
-            if branch is not None and extracted and policy.args_from_messages:
-                frame.data.decided_by[f"{branch.id}:gave"] = ",".join(sorted(extracted))
             if ask_choice:
                 choice = str(call.get("choice", prompts.NONE_CHOICE))
                 if branch is not None:
                     frame.data.decided_by[branch.id] = "llm"
+        if branch is not None and policy.args_from_messages and (read or extracted):
+            # the values this message gave (by patterns or by the model): an answer even if no case holds
+            frame.data.decided_by[f"{branch.id}:gave"] = ",".join(sorted({*read, *extracted}))
         if branch is None:
             target = choice[7:] if choice and choice.startswith("switch:") else None
             if target == orchestration.EXIT_CHOICE and not gave and entry_exit:
@@ -606,9 +602,11 @@ class FlowExecutor:
         text = ctx.input.text or ""
         if not typed_goodbye(text):
             return False
-        said = " ".join(re.findall(r"[a-z0-9']+", text.lower()))
+        def words(said: str) -> list[str]:
+            return re.findall(r"[a-z0-9']+", said.lower())
+
         examples = [e for _, found in (claims_choices(branch) if branch is not None else []) for e in found]
-        return not any(" ".join(re.findall(r"[a-z0-9']+", str(e).lower())) == said for e in examples)
+        return not any(words(str(e)) == words(text) for e in examples)
 
     @staticmethod
     def _user_ends(frame: Frame, ctx: TurnContext, by: str) -> Outcome:
@@ -630,14 +628,11 @@ class FlowExecutor:
         (it has an exit policy): the message goes back to the ensemble, which says goodbye and ends the
         session; the flow is left (MICA: the extraction reads `quit`, the flow fails, the ensemble's
         routing answers `[Exit]`). None otherwise."""
-        from frontdesk.runtime.routing import typed_goodbye
-
         router = ctx.started_by_router(frame)
-        text = ctx.input.text or ""
-        if router is None or router.exit is None or not typed_goodbye(text):
+        if router is None or router.exit is None or not FlowExecutor._typed_goodbye(None, ctx):
             return None
         ctx.input.give_back(frame, "the user said goodbye")
-        ctx.log.emit("step", frame.agent, action="the user left the flow with a goodbye", message=text)
+        ctx.log.emit("step", frame.agent, action="the user left the flow with a goodbye", message=ctx.input.text)
         return Outcome.hand_back("the user said goodbye")
 
     @staticmethod

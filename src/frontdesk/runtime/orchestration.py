@@ -130,11 +130,16 @@ def has_exit(router: RouterAgent) -> bool:
     return router.exit is not None and router.exit.kind in ("default", "text")
 
 
+def exit_option() -> KnowledgeAgent:
+    """The choice to end the conversation, offered to a model beside the agents it may name."""
+    return KnowledgeAgent(name=EXIT_CHOICE, description=EXIT_DESCRIPTION)
+
+
 def with_exit(router: RouterAgent, candidates) -> list:
     """The routing call's candidates, with the choice to end the conversation when the router has an exit policy."""
     candidates = list(candidates)
     if has_exit(router) and EXIT_CHOICE not in {c.name for c in candidates}:
-        candidates.append(KnowledgeAgent(name=EXIT_CHOICE, description=EXIT_DESCRIPTION))
+        candidates.append(exit_option())
     return candidates
 
 

@@ -296,8 +296,6 @@ def tool_from_line(node: Node, ctx: SectionContext,
         known = {p.name for p in params}
         for field in confirmation.immutable:  # a parameter the tool does not have cannot be held fixed
             if field not in known:
-                from frontdesk.diagnostics import did_you_mean
-
                 guess = did_you_mean(field, sorted(known))
                 ctx.error(codes.BAD_VALUE, f"immutable names {field}, which is not a parameter of {name}",
                           props["immutable"].value_span() if props["immutable"].value else props["immutable"],
@@ -529,8 +527,6 @@ def _cross_checks(doc: Document, sections: dict[str, Node], ctx: SectionContext,
         if action.template and action.template not in rules.templates:
             # RESPOND: TEMPLATE(x) of a hook, a COMPLETE, an ON_ERROR or a constraint's ON_FAIL (a FLOW's
             # own are checked where its steps are read): it would render nothing
-            from frontdesk.diagnostics import did_you_mean
-
             guess = did_you_mean(action.template, list(rules.templates))
             ctx.error(codes.BAD_VALUE, f"no template named {action.template}", words.find(action.template),
                       f"did you mean {guess}?" if guess else "define it under TEMPLATES:")
@@ -538,8 +534,6 @@ def _cross_checks(doc: Document, sections: dict[str, Node], ctx: SectionContext,
     for field in rules.gather:  # depends_on naming no field: the field could never become required
         for name in field.depends_on:
             if name not in known:
-                from frontdesk.diagnostics import did_you_mean
-
                 guess = did_you_mean(name, sorted(known))
                 ctx.error(codes.UNSET_FIELD, f"{field.name} depends on {name}, which no GATHER declares",
                           words.find(name) or field.span,
