@@ -407,7 +407,8 @@ EDGE_STYLES: dict[str, tuple[float, str, str, str]] = {
     "exit": (1.2, "", GREY, "exit"),
     "fallback": (1.2, "4 3", GREY, "fallback"),
 }
-AGENT_FILL = {"flow": "#e3f0fb", "reasoning": "#fff4d6", "router": "#e4f5e1", "knowledge": "#efe6f7"}
+AGENT_FILL = {"flow": "#e3f0fb", "reasoning": "#fff4d6", "router": "#e4f5e1", "knowledge": "#efe6f7",
+              "remote": "#eeeeee"}
 STEP_FILL = {"say": "#e3f0fb", "listen": "#fff4d6", "assign": "#f2f2f2", "invoke": "#e4f5e1", "branch": "#fdebd9",
              "jump": "#f2f2f2", "return": "#ececec", "handoff": "#efe6f7", "escalate": "#fbe0e0", "start": INK}
 

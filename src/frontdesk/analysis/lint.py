@@ -429,7 +429,7 @@ def _reads_and_sets(program: Program) -> tuple[set[tuple[str, str]], set[tuple[s
                         reads.add((member.agent, binding.member_arg))
                 sets.update((member.agent, p) for p in member.passes)
                 read(member.condition)
-        if isinstance(agent, ReasoningAgent):
+        if isinstance(agent, ReasoningAgent | FlowAgent):
             for handoff in agent.handoffs:
                 sets.update((handoff.agent, p) for p in handoff.passes)
                 reads.update((name, p) for p in handoff.passes)
@@ -647,7 +647,8 @@ def _session_use(program: Program) -> tuple[dict[str, str], dict[str, str]]:
 
     def read(name: str, node) -> None:
         for ref in refs_in(node):
-            if ref.space == "var" and ref.scope == "session":
+            # `Agent.field` (an ON_RETURN map reading what the agent handed back) is that agent's value
+            if ref.space == "var" and ref.scope == "session" and ref.name not in program.agents:
                 reads.setdefault(ref.name, name)
 
     for name, agent in program.agents.items():
@@ -675,12 +676,12 @@ def _session_use(program: Program) -> tuple[dict[str, str], dict[str, str]]:
         for action in nodes_in(agent.rules, Action):
             for target, _ in action.set:
                 sets.setdefault(target, name)
+        for handoff in getattr(agent, "handoffs", []):
+            read(name, handoff)
+            for passed in handoff.passes:
+                sets.setdefault(passed.rsplit(".", 1)[-1], handoff.agent)
+            sets.update({key: name for key in handoff.on_return if key not in sets})
         if isinstance(agent, ReasoningAgent):
-            for handoff in agent.handoffs:
-                read(name, handoff)
-                for passed in handoff.passes:
-                    sets.setdefault(passed.rsplit(".", 1)[-1], handoff.agent)
-                sets.update({key: name for key in handoff.on_return if key not in sets})
             if agent.instructions:  # a model may fill any value its prompt names; count them as set and read
                 for word in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", agent.instructions):
                     sets.setdefault(word, name)
@@ -734,6 +735,8 @@ def check_tools(program: Program, bag: DiagnosticBag) -> None:
                 used.update(n.target for n in graph.nodes.values() if isinstance(n, InvokeNode) and n.target_kind == "tool")
         if isinstance(agent, ReasoningAgent):
             used.update(agent.tools)
+        if agent.kind == "remote":  # its turns are calls of its endpoint
+            used.add(agent.endpoint)
         used.update(h.call for h in agent.rules.hooks if h.call)
         used.update(c.tool for c in agent.rules.constraints if c.tool)
         for profile in agent.rules.profiles:

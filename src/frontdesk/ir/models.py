@@ -373,6 +373,9 @@ class ReasoningAgent(AgentBase):
 class FlowAgent(AgentBase):
     kind: Literal["flow"] = "flow"
     graph: StepGraph
+    # the agents its handoff steps may give the conversation to, as declared (ABL HANDOFF): what a step
+    # passes, and the ON_RETURN map read when one it handed over to with RETURN: true ends
+    handoffs: list[Handoff] = Field(default_factory=list)
 
 
 class ArgBinding(IRModel):
@@ -428,8 +431,19 @@ class RouterAgent(AgentBase):
         return self._by_agent[1].get(agent)
 
 
+class RemoteAgent(AgentBase):
+    """An agent served by another service (ABL HANDOFF with `remote:`, 3.10). While it holds the
+    conversation, each turn is one request to `endpoint`, a tool of the program with an HTTP binding
+    (the service's url and its auth header): the first carries the CONTEXT handed over, every one the
+    user's message; the service's answer says what to tell the user, whether the remote agent is done,
+    and the values it hands back (docs/runtime.md, "Remote agents")."""
+
+    kind: Literal["remote"] = "remote"
+    endpoint: str
+
+
 Agent = Annotated[
-    Union[KnowledgeAgent, ReasoningAgent, FlowAgent, RouterAgent], Field(discriminator="kind")
+    Union[KnowledgeAgent, ReasoningAgent, FlowAgent, RouterAgent, RemoteAgent], Field(discriminator="kind")
 ]
 
 
@@ -496,8 +510,9 @@ class HttpBinding(IRModel):
     def _no_literal_secrets(self) -> "HttpBinding":
         for name, value in self.headers.items():
             if is_secret_header(name) and not any(mark in value for mark in ("{env.", "{{env.", "{{ env.")):
+                example = "Bearer {env.API_TOKEN}" if name.strip().lower() == "authorization" else "{env.API_KEY}"
                 raise ValueError(f"header {name} holds a credential: take it from the environment, "
-                                 f"e.g. {name}: \"Bearer {{env.API_TOKEN}}\"")
+                                 f"e.g. {name}: \"{example}\"")
         return self
 
 
@@ -540,8 +555,9 @@ class McpServer(IRModel):
             raise ValueError(f"MCP server {self.name} needs either command: (stdio) or url: (streamable HTTP)")
         for name, value in self.headers.items():
             if is_secret_header(name) and not any(mark in value for mark in ("{env.", "{{env.", "{{ env.")):
+                example = "Bearer {env.API_TOKEN}" if name.strip().lower() == "authorization" else "{env.API_KEY}"
                 raise ValueError(f"header {name} holds a credential: take it from the environment, "
-                                 f"e.g. {name}: \"Bearer {{env.API_TOKEN}}\"")
+                                 f"e.g. {name}: \"{example}\"")
         return self
 
 

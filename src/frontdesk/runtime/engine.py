@@ -29,6 +29,7 @@ from frontdesk.runtime.flow import FlowExecutor
 from frontdesk.runtime.pipeline import Pipeline
 from frontdesk.runtime.policies import KIND_OF, new_frame
 from frontdesk.runtime.reasoning import ReasoningExecutor
+from frontdesk.runtime.remote import RemoteExecutor
 from frontdesk.runtime.routing import RouterExecutor
 from frontdesk.runtime.rules import RulesHook, declares_rules
 from frontdesk.runtime.state import (
@@ -157,6 +158,7 @@ class Engine:
             "reasoning": ReasoningExecutor(),
             "router": RouterExecutor(),
             "knowledge": KnowledgeExecutor(),
+            "remote": RemoteExecutor(),
         }
 
     def _now(self) -> datetime:

@@ -232,6 +232,22 @@ def receiver_context(ctx: TurnContext, owner: str, handoff: Handoff, child: Fram
     summary_only."""
     keep_passed(ctx, handoff.agent, passed)  # passed values are the new activation's, never stale
     strategy = handoff.history or "none"
+    if child.kind == "remote":  # what the first request to its service carries (runtime/remote.py)
+        summary = ctx.render(handoff.summary, owner).strip() if handoff.summary is not None else ""
+        history = ctx.state.history
+        if history and history[-1].role == "user" and ctx.input.text is not None:
+            history = history[:-1]  # the turn's message goes as the request's message
+        if strategy == "full":
+            earlier = prompts.history_messages(history, 0)
+        elif strategy.startswith("last_n:") and _last_n(strategy, ctx):
+            earlier = prompts.history_messages(history, _last_n(strategy, ctx))
+        else:
+            earlier = []
+        child.data.context = {"from": owner, "passed": passed, "summary": summary if strategy != "none" else "",  # type: ignore[union-attr]
+                              "history": [m.model_dump(exclude_none=True) for m in earlier]}
+        ctx.log.emit("handoff_context", owner, target=handoff.agent, passed=passed, history=strategy,
+                     messages=len(earlier))
+        return
     if child.kind != "reasoning":
         ctx.log.emit("handoff_context", owner, target=handoff.agent, passed=passed, history=strategy,
                      messages=0, note="a flow has no transcript: it reads the turn's message")
@@ -247,10 +263,7 @@ def receiver_context(ctx: TurnContext, owner: str, handoff: Handoff, child: Fram
     if strategy == "full":
         earlier = prompts.history_messages(history, 0)
     elif strategy.startswith("last_n:"):
-        try:
-            count = max(0, int(strategy.split(":", 1)[1]))
-        except ValueError:
-            count = ctx.program.settings.history_window
+        count = _last_n(strategy, ctx)
         earlier = prompts.history_messages(history, count) if count else []
     else:  # none, summary_only: no earlier messages
         earlier = []
@@ -260,6 +273,14 @@ def receiver_context(ctx: TurnContext, owner: str, handoff: Handoff, child: Fram
     child.data.messages = messages  # type: ignore[union-attr]
     ctx.log.emit("handoff_context", owner, target=handoff.agent, passed=passed, history=strategy,
                  messages=len(messages))
+
+
+def _last_n(strategy: str, ctx: TurnContext) -> int:
+    """N of a `last_n:N` history strategy (the program's history window when N is not a number)."""
+    try:
+        return max(0, int(strategy.split(":", 1)[1]))
+    except ValueError:
+        return ctx.program.settings.history_window
 
 
 # ---- handing back to the parent (RETURN: true, ABL 3.10) ------------------------------------------------

@@ -13,7 +13,8 @@ from frontdesk.runtime.steps import Done, Outcome
 if TYPE_CHECKING:  # pragma: no cover
     from frontdesk.runtime.context import TurnContext
 
-KIND_OF = {"flow": "flow", "reasoning": "reasoning", "knowledge": "knowledge", "router": "router"}
+KIND_OF = {"flow": "flow", "reasoning": "reasoning", "knowledge": "knowledge", "router": "router",
+           "remote": "remote"}
 DEFAULT_FALLBACK = "Sorry, I didn't understand that. Could you rephrase it?"
 
 

@@ -77,8 +77,16 @@ class KnowledgeData(BaseModel):
     kind: Literal["knowledge"] = "knowledge"
 
 
-FrameData = Annotated[FlowData | ReasoningData | RouterData | KnowledgeData, Field(discriminator="kind")]
-DATA_OF = {"flow": FlowData, "reasoning": ReasoningData, "router": RouterData, "knowledge": KnowledgeData}
+class RemoteData(BaseModel):
+    """A remote agent's conversation with its service: the CONTEXT the first request carries."""
+
+    kind: Literal["remote"] = "remote"
+    context: dict[str, Any] = Field(default_factory=dict)
+
+
+FrameData = Annotated[FlowData | ReasoningData | RouterData | KnowledgeData | RemoteData, Field(discriminator="kind")]
+DATA_OF = {"flow": FlowData, "reasoning": ReasoningData, "router": RouterData, "knowledge": KnowledgeData,
+           "remote": RemoteData}
 
 
 class Frame(BaseModel):
@@ -86,7 +94,7 @@ class Frame(BaseModel):
 
     id: str = ""  # unique within the session (`f1`, `f2`, ...)
     agent: str
-    kind: Literal["flow", "reasoning", "knowledge", "router"]  # the executor that runs it
+    kind: Literal["flow", "reasoning", "knowledge", "router", "remote"]  # the executor that runs it
     graph: Literal["main", "setup"] = "main"  # which step graph a flow-like frame runs
     parent: str | None = None  # id of the frame that started it (None: the session did)
     status: FrameStatus = "new"

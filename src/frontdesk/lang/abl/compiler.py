@@ -28,6 +28,7 @@ from frontdesk.ir.models import (
     PythonBinding,
     ReasoningAgent,
     Ref,
+    RemoteAgent,
     RouterAgent,
     RouterMember,
     StubBinding,
@@ -35,6 +36,7 @@ from frontdesk.ir.models import (
     ToolConfirmation,
     ToolDef,
     ToolParam,
+    is_secret_header,
 )
 
 from . import codes
@@ -112,6 +114,8 @@ def compile_documents(docs: list[Document], bag: DiagnosticBag, entry: str | Non
                 c.key.lower(): profile_ctx.data(c) for c in doc.root.children
                 if c.key is not None and c.key.upper() != "BEHAVIOR_PROFILE"}
     names.agents = set(agents_docs)
+    remotes, broken = _remote_agents(agents_docs, bag)
+    names.agents |= set(remotes) | broken  # a broken remote: its error is said once, not again where it is named
     tools: dict[str, ToolDef] = {}
     for doc in docs:
         if doc.kind == "tools":
@@ -122,6 +126,9 @@ def compile_documents(docs: list[Document], bag: DiagnosticBag, entry: str | Non
     for name, doc in agents_docs.items():
         for agent in compile_agent(doc, bag, names, tools):
             program_agents[agent.name] = agent
+    for remote, endpoint in remotes.values():
+        program_agents[remote.name] = remote
+        tools[endpoint.name] = endpoint
     if not agents_docs:
         if not bag.has_errors and docs:
             bag.error(codes.NO_ENTRY, "the project has no agent", Span(file=docs[0].shown))
@@ -136,6 +143,88 @@ def compile_documents(docs: list[Document], bag: DiagnosticBag, entry: str | Non
     if root is not None:
         _missing_tool_files(program, root, bag)
     return program
+
+
+_ENV_HOLE = re.compile(r"\{\{\s*(env\.)?([A-Za-z_]\w*)\s*\}\}")
+
+
+def _remote_agents(docs: dict[str, Document], bag: DiagnosticBag
+                   ) -> tuple[dict[str, tuple[RemoteAgent, ToolDef]], set[str]]:
+    """The agents of other services the project hands off to (a HANDOFF entry with `remote:`, 3.10):
+    each is an agent of the program whose turns are requests to an endpoint tool (runtime/remote.py).
+    Its auth header takes its secret from the environment: `{{service_token}}` is the variable
+    SERVICE_TOKEN (or `{{env.NAME}}`), so no conversation value and no trace holds it. Also the names of
+    remote agents whose `remote:` has an error."""
+    found: dict[str, tuple[RemoteAgent, ToolDef]] = {}
+    broken: set[str] = set()
+    for doc in docs.values():
+        ctx = SectionContext(bag=bag, file=doc.shown, agent=doc.name, fmt=doc.fmt)
+        section = next((n for n in doc.sections() if n.key and n.key.upper() == "HANDOFF"), None)
+        for item in section.items() if section is not None else []:
+            target, remote = item.get("TO"), item.get("remote")
+            if target is None or remote is None or not target.value:
+                continue
+            name = target.value.strip()
+            if name in docs:
+                ctx.error(codes.DUPLICATE_NAME, f"HANDOFF to {name} says remote:, but {name} is an agent of "
+                          "this project", remote, "remove remote: or rename the remote agent")
+                continue
+            settings = ctx.data(remote)
+            url = settings.get("service_url") if isinstance(settings, dict) else None
+            if not isinstance(url, str) or not url.strip():
+                ctx.error(codes.MISSING_KEY, f"the remote agent {name} needs service_url:", remote,
+                          'write remote: {service_url: "https://other-service.example.com"}')
+                broken.add(name)
+                continue
+            if not re.match(r"(?i)https?://", url.strip()) and "{" not in url:
+                ctx.error(codes.BAD_VALUE, f"service_url of {name} is not an http(s) url: {url}", remote)
+                broken.add(name)
+                continue
+            passes = [p.split(".")[-1] for p in ctx.names_list((item.get("CONTEXT") or item).get("pass"))]
+            if name in found:  # a second HANDOFF to it: the values it may be passed add up
+                agent = found[name][0]
+                agent.args += [ArgDef(name=p) for p in passes if p not in agent.arg_names()]
+                continue
+            headers: dict[str, str] = {}
+            auth = settings.get("auth_header")
+            if isinstance(auth, str) and auth.strip():
+                headers["Authorization"] = _ENV_HOLE.sub(
+                    lambda m: "{{env.%s}}" % (m.group(2) if m.group(1) else m.group(2).upper()), auth.strip())
+            timeout = settings.get("timeout")
+            try:
+                binding = HttpBinding(method="POST", url=url.strip(), headers=headers,
+                                      timeout=float(timeout) if isinstance(timeout, (int, float)) else None)
+            except ValueError as exc:  # a credential written into the program
+                ctx.error(codes.BAD_VALUE, f"auth_header of the remote agent {name}: {_first_reason(exc)}", remote,
+                          'write auth_header: "Bearer {{service_token}}" (the environment variable SERVICE_TOKEN)')
+                broken.add(name)
+                continue
+            endpoint = ToolDef(name=f"{name}__remote", description=f"the service of the remote agent {name}",
+                               binding=binding, span=remote.span)
+            agent = RemoteAgent(name=name, description=f"{name}, served by {url.strip()}", endpoint=endpoint.name,
+                                args=[ArgDef(name=p) for p in dict.fromkeys(passes)], span=target.value_span())
+            found[name] = (agent, endpoint)
+    return found, broken - set(found)
+
+
+def _first_reason(exc: ValueError) -> str:
+    """The reason a pydantic validation gave, without its banner ("1 validation error for ...")."""
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        found = errors()
+        if found:
+            loc = ".".join(str(part) for part in found[0].get("loc", ()))
+            reason = str(found[0].get("msg", exc)).removeprefix("Value error, ")
+            return f"{loc}: {reason}" if loc else reason
+    return str(exc)
+
+
+def _first_field(exc: ValueError) -> str | None:
+    """The field a pydantic validation error is about ("method"), when it names one."""
+    errors = getattr(exc, "errors", None)
+    found = errors() if callable(errors) else []
+    loc = found[0].get("loc") if found else ()
+    return str(loc[0]) if loc else None
 
 
 def _missing_tool_files(program: Program, root: Path, bag: DiagnosticBag) -> None:
@@ -376,9 +465,14 @@ def _http_binding(props: dict[str, Node], ctx: SectionContext):
         data["timeout"] = ctx.number(props["timeout"])
     try:
         return HttpBinding(**{k: v for k, v in data.items() if k in HttpBinding.model_fields})
-    except Exception as exc:  # noqa: BLE001 - a binding the IR refuses (a literal secret header, ...)
-        ctx.error(codes.BAD_VALUE, f"the HTTP implementation is not valid: {exc}".splitlines()[0],
-                  props.get("url") or next(iter(props.values())))
+    except ValueError as exc:  # a binding the IR refuses (a literal secret header, a method it has not, ...)
+        where = _first_field(exc)
+        node = props.get(where) if where else None
+        if node is None and "credential" in str(exc) and "headers" in props:  # the header line itself
+            node = next((c for c in props["headers"].children
+                         if is_secret_header(c.key or (c.value or "").split(":", 1)[0])), props["headers"])
+        ctx.error(codes.BAD_VALUE, f"the HTTP implementation is not valid: {_first_reason(exc)}",
+                  node or props.get("url") or next(iter(props.values())))
         return StubBinding()
 
 
@@ -488,7 +582,7 @@ def compile_agent(doc: Document, bag: DiagnosticBag, names: Names, library: dict
                                            # agent's own, else the tool library's
                                            {t.name: [p.name for p in t.params] for t in [*library.values(), *tools]})
         agent = FlowAgent(name=doc.name, description=description, args=_args(rules), graph=graph, rules=rules,
-                          setup=setup, span=span)
+                          setup=setup, span=span, handoffs=handoffs)
         for step_agent in extra_agents:  # REASONING: true steps: the flow's limit, and they speak as the flow's agent
             if isinstance(step_agent, ReasoningAgent):
                 step_agent.max_iterations = int(max_iterations)
