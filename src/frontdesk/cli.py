@@ -326,6 +326,16 @@ def _check_orchestration(name: str | None) -> None:
         raise typer.Exit(2)
 
 
+def _login_name() -> str:
+    """Who runs the terminal chat: a local chat is one person's, so their user memory carries over."""
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except Exception:  # noqa: BLE001 - no login name (a container with no passwd entry)
+        return "local"
+
+
 @app.command()
 def chat(
     program: str = typer.Argument(..., help="A program file or the folder that holds it."),
@@ -340,6 +350,9 @@ def chat(
                                                 "default), proactive, merging, autonomous, first-success, best-of-n."),
     allow_env: list[str] = typer.Option([], "--allow-env", metavar="NAME", help=ALLOW_ENV_HELP),
     allow_path: list[str] = typer.Option([], "--allow-path", metavar="DIR", help=ALLOW_PATH_HELP),
+    user: Optional[str] = typer.Option(None, "--user", metavar="ID", help="Who is chatting: the user whose "
+                                       "memory (ABL MEMORY user.*) the session reads and keeps. [default: your "
+                                       "login name]"),
 ) -> None:
     """Chat with a program in the terminal (reads lines from stdin when it is not a terminal)."""
     _grant(allow_env, allow_path)
@@ -413,7 +426,8 @@ def chat(
             session_id = session
             before = engine.load_state(session).turn  # the script's first turn is the one after these
         else:
-            result = engine.start(program_label=_program_label(prog, program), channel="cli")
+            result = engine.start(program_label=_program_label(prog, program), channel="cli",
+                                  user_id=user if user is not None else _login_name())
             session_id = result.session_id
             show(result)
         _dim(f"session {session_id} · {models.describe()} · type /quit to leave")

@@ -429,6 +429,8 @@ def _reads_and_sets(program: Program) -> tuple[set[tuple[str, str]], set[tuple[s
                         reads.add((member.agent, binding.member_arg))
                 sets.update((member.agent, p) for p in member.passes)
                 read(member.condition)
+        for delegation in getattr(agent, "delegates", []):
+            sets.update((delegation.agent, field) for field in delegation.inputs)
         if isinstance(agent, ReasoningAgent | FlowAgent):
             for handoff in agent.handoffs:
                 sets.update((handoff.agent, p) for p in handoff.passes)
@@ -671,8 +673,15 @@ def _session_use(program: Program) -> tuple[dict[str, str], dict[str, str]]:
                         sets.setdefault(arg.name, node.target)
                 read(name, node)
         read(name, agent.rules)
-        for variable in agent.rules.memory.session:
+        for variable in agent.rules.memory.session:  # declared: projected into what the agent sees (3.7.1)
             sets.setdefault(variable.name, name)
+            reads.setdefault(variable.name, name)
+        for delegation in getattr(agent, "delegates", []):
+            for field in delegation.inputs:  # INPUT: values the delegated agent is given
+                sets.setdefault(field, delegation.agent)
+            for field in delegation.returns:  # RETURNS: the result, which the agent continues with (3.10)
+                sets.setdefault(field, name)
+                reads.setdefault(field, name)
         for action in nodes_in(agent.rules, Action):
             for target, _ in action.set:
                 sets.setdefault(target, name)
@@ -769,7 +778,26 @@ def check_tools(program: Program, bag: DiagnosticBag) -> None:
 # ---- GATHER fields --------------------------------------------------------------------------------------
 
 
+def _given_by_others(program: Program) -> set[tuple[str, str]]:
+    """(agent, field) pairs other agents give a value: a DELEGATE's INPUT, a HANDOFF's or a supervisor
+    member's CONTEXT pass, a flow's handoff step."""
+    given: set[tuple[str, str]] = set()
+    for agent in program.agents.values():
+        for delegation in getattr(agent, "delegates", []):
+            given.update((delegation.agent, f) for f in delegation.inputs)
+        for handoff in getattr(agent, "handoffs", []):
+            given.update((handoff.agent, p.rsplit(".", 1)[-1]) for p in handoff.passes)
+        for member in getattr(agent, "members", []):
+            given.update((member.agent, p.rsplit(".", 1)[-1]) for p in member.passes)
+        for graph in (getattr(agent, "graph", None), agent.setup):
+            for node in graph.nodes.values() if graph is not None else []:
+                if isinstance(node, HandoffNode | InvokeNode):
+                    given.update((node.target, a.name) for a in node.args)
+    return given
+
+
 def check_gather_fields(program: Program, bag: DiagnosticBag) -> None:
+    given = _given_by_others(program)
     for name, agent in program.agents.items():
         if not isinstance(agent, FlowAgent) or not agent.rules.gather:
             continue
@@ -785,7 +813,7 @@ def check_gather_fields(program: Program, bag: DiagnosticBag) -> None:
                     asked.update(node.extracts)
                     asked.update(node.corrects)
         for field in agent.rules.gather:
-            if field.name not in asked:
+            if field.name not in asked and (name, field.name) not in given:
                 bag.add(Diagnostic(UNASKED_FIELD, f"GATHER field '{field.name}' of agent '{name}' is never asked "
                                    "for: no FLOW step gathers it", field.span or agent.span, Severity.WARNING,
                                    "add it to a step's GATHER list, or remove the field"))

@@ -317,6 +317,10 @@ class TurnContext:
                 (target.scope != "user" or self.state.user_id):
             self.memory.put(target.scope, self._memory_owner(target.scope), target.name, value)
             self.log.emit("arg_set", agent, scope=f"memory.{target.scope}", name=target.name, value=value, why=why)
+        elif target.space == "memory" and target.scope == "user":
+            self.log.emit("warning", agent, where="assignment",
+                          message=f"user memory {target.scope}.{target.name} is not kept: the session has no "
+                                  "user id (the API's POST /v1/sessions takes user_id; frontdesk chat --user)")
         else:
             self.log.emit("warning", agent, where="assignment",
                           message=f"{target.space} value {target.scope}.{target.name} cannot be set here")

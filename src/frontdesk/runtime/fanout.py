@@ -77,6 +77,21 @@ def delegation_result(ctx: TurnContext, caller: str, child: ChildResult) -> dict
     return result
 
 
+def keep_returns(ctx: TurnContext, caller: str, child: ChildResult) -> None:
+    """An agent `caller` delegated to ended: the fields its DELEGATE declares as RETURNS become the
+    caller's values (ABL 3.10: it continues with the result), where its expressions read a bare name:
+    its own field, else the session (a constraint's `REQUIRE upgrade_available == true`)."""
+    agent = ctx.program.agents.get(caller)
+    declared = next((d.returns for d in getattr(agent, "delegates", []) if d.agent == child.agent), None)
+    if not declared or not child.value or child.kind != "done":
+        return
+    own = set(agent.arg_names()) if agent is not None else set()
+    for name in declared:
+        if child.value.get(name) is not None:
+            ctx.write(caller if name in own else "session", name, child.value[name], caller,
+                      why=f"returned by {child.agent} (DELEGATE RETURNS)")
+
+
 def parse_tasks(call: ToolCall, agent: ReasoningAgent, ctx: TurnContext) -> tuple[list[dict], list[dict]]:
     """The tasks of a fan_out call ({agent, input}) that name one of the agent's delegations, and an
     error result for each one that does not."""

@@ -114,6 +114,7 @@ class ReasoningExecutor:
         if data.awaiting is None:
             return
         result = fanout.delegation_result(ctx, frame.agent, child)
+        fanout.keep_returns(ctx, frame.agent, child)
         if data.awaiting_tool == prompts.FAN_OUT_TOOL and data.fan_out:
             # a task of a fan_out run one after another on the stack (a session stored by an earlier
             # version): its result waits for the others; the call answers with them all

@@ -114,6 +114,7 @@ def compile_documents(docs: list[Document], bag: DiagnosticBag, entry: str | Non
                 c.key.lower(): profile_ctx.data(c) for c in doc.root.children
                 if c.key is not None and c.key.upper() != "BEHAVIOR_PROFILE"}
     names.agents = set(agents_docs)
+    names.memory_paths = _shared_memory_paths(agents_docs)
     remotes, broken = _remote_agents(agents_docs, bag)
     names.agents |= set(remotes) | broken  # a broken remote: its error is said once, not again where it is named
     tools: dict[str, ToolDef] = {}
@@ -145,6 +146,24 @@ def compile_documents(docs: list[Document], bag: DiagnosticBag, entry: str | Non
     return program
 
 
+def _shared_memory_paths(docs: dict[str, Document]) -> set[str]:
+    """The persistent memory paths the project's agents declare (3.7.2): user and project memory is
+    the same for every agent, so `user.last_rx` is memory wherever it is read. Each agent's MEMORY is
+    reported on when it is compiled; this first reading keeps no diagnostics."""
+    from .sections.memory import _persistent
+
+    paths: set[str] = set()
+    for doc in docs.values():
+        memory = next((n for n in doc.sections() if n.key and n.key.upper() == "MEMORY"), None)
+        persistent = memory.get("persistent") if memory is not None else None
+        if persistent is None:
+            continue
+        scratch = SectionContext(bag=DiagnosticBag(), file=doc.shown, agent=doc.name, fmt=doc.fmt)
+        _persistent(persistent, scratch, AgentRules())
+        paths |= scratch.memory_paths
+    return paths
+
+
 _ENV_HOLE = re.compile(r"\{\{\s*(env\.)?([A-Za-z_]\w*)\s*\}\}")
 
 
@@ -165,9 +184,9 @@ def _remote_agents(docs: dict[str, Document], bag: DiagnosticBag
             if target is None or remote is None or not target.value:
                 continue
             name = target.value.strip()
-            if name in docs:
-                ctx.error(codes.DUPLICATE_NAME, f"HANDOFF to {name} says remote:, but {name} is an agent of "
-                          "this project", remote, "remove remote: or rename the remote agent")
+            if name in docs:  # a local stand-in (while developing): it takes the handoff
+                ctx.warning(codes.IGNORED, f"remote: is not used: the project has an agent {name}, which takes "
+                            "the handoff", remote, f"remove the local {name} to hand off to the service")
                 continue
             settings = ctx.data(remote)
             url = settings.get("service_url") if isinstance(settings, dict) else None
@@ -881,6 +900,7 @@ def _delegates(section: Node | None, ctx: SectionContext) -> list[Delegation]:
         when = ctx.text(item.get("WHEN"))
         text = " ".join(x for x in (purpose, f"When: {when}." if when else "", f"Then: {use}" if use else "") if x)
         out.append(Delegation(agent=name, purpose=text, inputs=inputs, returns=returns, span=item.span))
+        ctx.fields.update(returns)  # 3.10: the agent continues with the result: its RETURNS are values it has
     return out
 
 
@@ -938,7 +958,28 @@ def _when_condition(node: Node | None, ctx: SectionContext):
     text = ctx.text(node)
     if not text or not _WHEN_EXPRESSION.search(text):
         return None
+    if reads_as_words(text):  # "user asks about opening hours OR store locations": words for the model
+        return None
     return ctx.condition(text, node)
+
+
+_WHEN_KEYWORDS = frozenset({"and", "or", "not", "in", "is", "set", "null", "true", "false", "contains", "matches",
+                            "between", "starts_with", "ends_with", "exists", "empty", "none"})
+
+
+def reads_as_words(text: str) -> bool:
+    """Whether a WHEN is a sentence rather than an expression: it does not parse, and somewhere two
+    plain words stand side by side (`asks about`), which no expression writes."""
+    from frontdesk.expr import ExprSyntaxError, parse_condition
+
+    try:
+        parse_condition(text, "")
+        return False
+    except ExprSyntaxError:
+        pass
+    words = re.findall(r"\"[^\"]*\"|'[^']*'|[A-Za-z_][\w.]*|\S", text)
+    return any(a[0].isalpha() and b[0].isalpha() and a.lower() not in _WHEN_KEYWORDS
+               and b.lower() not in _WHEN_KEYWORDS for a, b in zip(words, words[1:]))
 
 
 def _supervisor(doc: Document, sections: dict[str, Node], ctx: SectionContext, rules: AgentRules,

@@ -33,6 +33,9 @@ class Names:
     profiles: set[str] = field(default_factory=set)
     types: set[str] = field(default_factory=set)
     profile_data: dict[str, Any] = field(default_factory=dict)  # behaviour profile documents, as data
+    # persistent memory paths some agent of the project declares (user., project., workflow. memory is
+    # shared: an agent that does not declare one reads it as memory too, not as a session value)
+    memory_paths: set[str] = field(default_factory=set)
 
 
 @dataclass
@@ -225,13 +228,13 @@ class SectionContext:
     def _template_dialect(self) -> dict[str, Any]:
         """Options of the expression parser and Handlebars for ABL (see frontdesk.expr.parser). Made
         again only when a set changed (they only grow), not for each of thousands of expressions."""
-        sources = (self.tools, self.names.tools, self.memory_paths)
+        sources = (self.tools, self.names.tools, self.memory_paths, self.names.memory_paths)
         sizes = tuple(len(s) for s in sources)
         made = self._dialect_made
         if made is None or made[1] != sizes or any(a is not b for a, b in zip(made[0], sources)):
             made = self._dialect_made = (sources, sizes, {
                 "dialect": "abl", "tools": frozenset(self.tools | self.names.tools),
-                "memory_paths": frozenset(self.memory_paths)})
+                "memory_paths": frozenset(self.memory_paths | self.names.memory_paths)})
         return dict(made[2])
 
     def _dialect(self) -> dict[str, Any]:

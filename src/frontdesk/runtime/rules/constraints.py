@@ -235,7 +235,9 @@ def at_tool_call(ctx: TurnContext, agent: str, rules: AgentRules, call: PendingT
     for constraint in constraints_of(ctx, agent, rules):
         if constraint.checkpoint != "before_tool" or constraint.tool != call.tool:
             continue
-        violation = check(ctx, agent, constraint)
+        # the call's arguments are the values it is about to use; a value nobody gave does not let a
+        # precondition pass (REQUIRE upgrade_available == true BEFORE calling book_upgrade)
+        violation = check(ctx, agent, constraint, extras=dict(call.args))
         if violation is None:
             continue
         text = carry_out_now(ctx, violation, "before_tool")
