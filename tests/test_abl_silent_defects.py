@@ -75,3 +75,67 @@ def test_a_field_named_like_a_system_variable_gets_the_reserved_name_warning(tmp
     found = [d for d in diagnostics(tmp_path, text) if d.code == "ABL104"]
     assert len(found) == 1 and "'tool_failures' is a system variable the runtime sets" in found[0].message
     assert not [d for d in diagnostics(tmp_path, BOOKING) if d.code == "ABL104"]
+
+
+PETS = """
+    AGENT: Pet_Desk
+    GOAL: "Book pet-friendly rooms"
+    TOOLS:
+      book_room(pets: number, nights: number, tags: array<string>) -> {ref: string}
+        python: tools.py
+      submit_refill(rx: string) -> {ok: boolean}
+    GATHER:
+      has_pet:
+        prompt: "Do you travel with a pet?"
+        type: boolean
+      nights:
+        prompt: "How many nights?"
+        type: number
+    FLOW:
+      ask:
+        GATHER: [has_pet, nights]
+        THEN: book
+      book:
+        CALL: book_room
+        WITH:
+          pets: nights
+          nights: nights
+        THEN: refill
+      refill:
+        CALL: submit_refill(rx = "x")
+        THEN: COMPLETE
+"""
+
+
+def _pets(tmp_path: Path, text: str = PETS):
+    (tmp_path / "pets.agent.abl").write_text(textwrap.dedent(text).lstrip(), encoding="utf-8")
+    (tmp_path / "tools.py").write_text("def book_room(pets, nights, tags=None):\n    return {'ref': 'R1'}\n")
+    program, diags = load_program(tmp_path)
+    return program, list(diags)
+
+
+def test_a_generic_array_type_is_a_type(tmp_path):
+    _, diags = _pets(tmp_path)
+    assert [d.format() for d in diags if d.is_error] == []  # no ABL017 on array<string>
+
+
+def test_a_boolean_field_passed_to_a_number_parameter_is_a_type_mismatch_at_the_call(tmp_path):
+    _, diags = _pets(tmp_path, PETS.replace("pets: nights", "pets: has_pet"))
+    found = [d for d in diags if d.is_error]
+    assert [(d.code, d.span.line) for d in found] == [("ABL024", 19)]  # the CALL line
+    assert "book_room's parameter pets is a number, but the GATHER field has_pet passed to it is a boolean" \
+        in found[0].message
+    _, diags = _pets(tmp_path, PETS.replace("CALL: book_room\n        WITH:\n          pets: nights\n"
+                                            "          nights: nights",
+                                            "CALL: book_room(pets = has_pet, nights = nights)"))
+    assert [d.code for d in diags if d.is_error] == ["ABL024"]
+
+
+def test_a_tool_with_no_implementation_is_warned_at_check(tmp_path):
+    from frontdesk.analysis.lint import lint_program
+
+    program, _ = _pets(tmp_path)
+    found = [d for d in lint_program(program) if d.code == "FD054"]
+    assert [(d.message, d.span.line) for d in found] == [
+        ("tool 'submit_refill' has no implementation: every call of it fails", 6)]
+    assert "python: file.py" in found[0].hint

@@ -15,6 +15,7 @@ that proves it (each step with its file and line).
 | FD050 | a prompt tells the model to call a tool the agent is not given |
 | FD051 | a GATHER field no step of the agent's FLOW asks for (ABL) |
 | FD052 | a value is read that nothing sets: an ensemble's or the entry agent's argument, a tool result's field |
+| FD054 | a tool an agent can call has no implementation bound: no `python:`, HTTP or MCP binding (ABL) |
 | FD053 | (info) a flow argument only ever filled from what the user says: with no model, words must give it |
 
 ADL reports FD041, FD052 and FD053 as ADL041, ADL048 and ADL049 (see `AnalysisCodes`); the other codes are
@@ -71,9 +72,10 @@ NEVER_READ = "FD048"
 UNUSED_TOOL = "FD049"
 UNDECLARED_TOOL = "FD050"
 UNASKED_FIELD = "FD051"
+UNBOUND_TOOL = "FD054"
 
 CODES = (UNREACHABLE_STEP, AGENT_CYCLE, HANDOVER_CYCLE, FLOW_LOOP, UNUSED_LABEL, NEVER_SET, NEVER_READ, UNUSED_TOOL,
-         UNDECLARED_TOOL, UNASKED_FIELD)
+         UNDECLARED_TOOL, UNASKED_FIELD, UNBOUND_TOOL)
 
 
 def lint_program(program: Program, cycle_code: str = AGENT_CYCLE, codes: AnalysisCodes | None = None) -> list[Diagnostic]:
@@ -736,7 +738,9 @@ def _word_span(agent_span: Span | None, word: str) -> Span | None:
 _TOOL_VERBS = r"(?:call|calls|calling|invoke|use|run|execute|trigger)"
 
 
-def check_tools(program: Program, bag: DiagnosticBag) -> None:
+def used_tools(program: Program) -> set[str]:
+    """The tools some agent can call: a flow's call step, a reasoning agent's tools, a hook, a
+    constraint, a profile's added tools, a remote agent's endpoint."""
     used: set[str] = set()
     for agent in program.agents.values():
         for graph in (getattr(agent, "graph", None), agent.setup):
@@ -750,7 +754,18 @@ def check_tools(program: Program, bag: DiagnosticBag) -> None:
         used.update(c.tool for c in agent.rules.constraints if c.tool)
         for profile in agent.rules.profiles:
             used.update(str(t.get("name", "")) if isinstance(t, dict) else str(t) for t in profile.tools_add)
+    return used
+
+
+def check_tools(program: Program, bag: DiagnosticBag) -> None:
+    used = used_tools(program)
     if program.language == "abl":
+        for tool_name, tool in program.tools.items():
+            if tool_name in used and tool.binding.kind == "stub" and not tool.binding.answers:
+                bag.add(Diagnostic(UNBOUND_TOOL, f"tool '{tool_name}' has no implementation: every call of it "
+                                   "fails", tool.span, Severity.WARNING,
+                                   "bind it under its signature: `python: file.py` (the function named like the "
+                                   "tool), an HTTP `url:`, or `mcp: <server>` (README, \"Tools\")"))
         for tool_name, tool in program.tools.items():
             if tool_name not in used:
                 bag.add(Diagnostic(UNUSED_TOOL, f"tool '{tool_name}' is declared but no agent can call it",

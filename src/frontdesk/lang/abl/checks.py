@@ -57,6 +57,10 @@ def check_signature_types(source: str, at: Span, ctx: SectionContext, gather: di
     for name, type_text, offset in param_types(source):
         base = type_text.rstrip("[]?").strip()
         where = Span(file=at.file, line=at.line, column=at.column + offset)
+        generic = _GENERIC.fullmatch(base)
+        if generic is not None and generic.group(1) in GENERIC_TYPES:  # array<string>, map<string, number>
+            base = next((t for t in _WORD.findall(generic.group(2)) if t[0].islower() and t not in BUILTIN_TYPES),
+                        "array")
         if base and base[0].islower() and not base.startswith("{") and base not in BUILTIN_TYPES:
             from frontdesk.diagnostics import did_you_mean
 
@@ -76,6 +80,43 @@ def check_signature_types(source: str, at: Span, ctx: SectionContext, gather: di
 
 def _kind(type_name: str) -> str:
     return "string" if type_name in TEXT_LIKE else type_name
+
+
+_GENERIC = re.compile(r"([A-Za-z_]\w*)\s*<(.*)>")
+GENERIC_TYPES = {"array", "list", "map", "object", "set"}
+# what JSON type a GATHER field's value has when it is passed to a tool
+_JSON_OF_FIELD = {"boolean": "boolean", "number": "number", "integer": "integer", "currency": "number",
+                  **{t: "string" for t in TEXT_LIKE}}
+
+
+def check_call_types(program, bag) -> None:
+    """A CALL that passes a GATHER field to a tool parameter of another kind (a boolean field to a number
+    parameter) is ABL024, where the call is written (core concepts: type mismatches are compile errors)."""
+    from frontdesk.ir.expr import Ref
+    from frontdesk.ir.models import FlowAgent, InvokeNode
+
+    for agent in program.agents.values():
+        if not isinstance(agent, FlowAgent):
+            continue
+        fields = {f.name: f.type for f in agent.rules.gather}
+        for node in agent.graph.nodes.values():
+            tool = program.tools.get(node.target) if isinstance(node, InvokeNode) and node.target_kind == "tool" \
+                else None
+            if tool is None:
+                continue
+            params = {p.name: p.type for p in tool.params}
+            for arg in node.args:
+                value = arg.value
+                if not isinstance(value, Ref) or value.space != "var" or getattr(value, "path", None):
+                    continue
+                given, wanted = _JSON_OF_FIELD.get(fields.get(value.name, "")), params.get(arg.name)
+                if given is None or wanted not in ("string", "number", "integer", "boolean") or given == wanted \
+                        or {given, wanted} <= {"number", "integer"}:
+                    continue
+                bag.error(codes.TYPE_MISMATCH, f"{tool.name}'s parameter {arg.name} is a {wanted}, but the GATHER "
+                          f"field {value.name} passed to it is a {fields[value.name]}", node.span,
+                          f"pass a {wanted} (gather {value.name} as a {wanted}, or convert it), or change the "
+                          "parameter's type")
 
 
 def check_unset_fields(rules: AgentRules, ctx: SectionContext, source_lines: list[str]) -> None:

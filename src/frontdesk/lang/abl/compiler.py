@@ -143,6 +143,9 @@ def compile_documents(docs: list[Document], bag: DiagnosticBag, entry: str | Non
     program.root = str(root.resolve()) if root is not None else ""
     if root is not None:
         _missing_tool_files(program, root, bag)
+    from .checks import check_call_types
+
+    check_call_types(program, bag)
     return program
 
 

@@ -470,7 +470,8 @@ def _call(b: _FlowBuilder, node: Node, props: dict[str, Node], step: str) -> lis
     if as_node is not None and as_node.text:
         bind = Ref(scope=SESSION, name=as_node.text)
         ctx.fields.add(as_node.text)
-    invoke = InvokeNode(id=b.new_id(step, "call"), target=tool, target_kind="tool", args=args, result=tool, bind=bind)
+    invoke = InvokeNode(id=b.new_id(step, "call"), target=tool, target_kind="tool", args=args, result=tool, bind=bind,
+                        span=node.span)
     out: list = [invoke]
     success, fail, on_result = props.get("ON_SUCCESS"), props.get("ON_FAIL"), props.get("ON_RESULT")
     if success is not None or fail is not None:

@@ -33,6 +33,8 @@ def reserve_vehicle(city, pickup_date, return_date, vehicle_class, driver_age, c
     cls = str(vehicle_class).lower()
     days = _days(pickup_date, return_date)
     total = days * DAILY_RATE.get(cls, 0) + float(cover_price or 0)
+    if total == int(total):
+        total = int(total)
     rid = "SR-" + str(city)[:3].upper() + "-" + str(pickup_date)[:10].replace("-", "")
     return {"reservation_id": rid, "total": total, "status": "confirmed"}
 

@@ -9,6 +9,8 @@ def quote_plan(plan, age):
     monthly, joining = FEES.get(str(plan).lower(), (0, 0))
     if float(age) < 25:
         monthly = round(monthly * 0.8, 2)
+        if monthly == int(monthly):
+            monthly = int(monthly)
     return {"monthly_fee": monthly, "joining_fee": joining}
 
 
