@@ -180,7 +180,9 @@ def scripted_model_for(case: TestCase):
     from frontdesk.llm.scripted import ScriptedProvider
 
     llm = ScriptedProvider(case.all_llm())
-    if case.embeddings and not case.llm_classifies:
+    if (case.embeddings and not case.llm_classifies) or not case.all_llm():
+        # a case that scripts no model answer runs as a program with no model decides: by words and
+        # patterns (a call the model would have to answer still fails, naming what it was for)
         llm.can_classify = False  # type: ignore[attr-defined]
     return llm
 

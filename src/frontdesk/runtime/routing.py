@@ -22,7 +22,7 @@ from frontdesk.ir.expr import ExprCondition
 from frontdesk.ir.models import Ref, RouterAgent, RouterMember
 from frontdesk.llm.base import LLMError, LLMRequest, LLMResponse
 from frontdesk.nlu.base import Option, Thresholds
-from frontdesk.nlu.matcher import polarity
+from frontdesk.nlu.matcher import keyword_scores, polarity
 from frontdesk.runtime import orchestration, prompts
 from frontdesk.runtime.context import ChildResult, Outcome, TurnContext
 from frontdesk.runtime.escalation import check_triggers
@@ -64,6 +64,7 @@ CLARIFY_FLOOR = 0.2  # an agent this far from the message is not offered in a cl
 # issue 7, 3 of the 74 left unsure, all 3 right; see its README).
 LIKELY_SCORE = 0.70
 LIKELY_MARGIN = 0.04
+WORDS_MARGIN = 0.05  # with no model at all, the member whose words lead the message by this much takes it
 GOODBYE = "Goodbye!"  # what an exit policy says to a user who ends the conversation (MICA's exit agent's words)
 ENDED_BY_USER = "the user ended the conversation"
 # With no model to judge, a message is a goodbye when it is made only of closing words ("thanks, bye",
@@ -214,6 +215,8 @@ class RouterExecutor:
                 return routed(router, frame, ctx, answered, {c.name for c in candidates})
         names = [c.name for c in candidates]
         decision = ctx.embed_decide(ctx.input.text or "", ctx.agent_options(names), "route", router.name)
+        if decision is None and not ctx.llm_classifies:
+            return self._by_words(router, ctx, names)
         asked = frame.data.decisions.pop("clarify", None)
         if decision is not None and not decision.sure and not ctx.llm_classifies:
             if not asked and decision.choice is not None and decision.score >= LIKELY_SCORE \
@@ -235,6 +238,21 @@ class RouterExecutor:
             ctx.log.emit("step", router.name, action="embedding unsure, asking the LLM", best=decision.best,
                          score=round(decision.score, 3), margin=round(decision.margin, 3))
         return llm_route(router, frame, ctx, candidates)
+
+    @staticmethod
+    def _by_words(router: RouterAgent, ctx: TurnContext, names: list[str]) -> str | None:
+        """No embedding model and no model to ask: the member whose words (INTENT keywords, WHEN, its
+        goal and examples) the message uses most, when one leads; else None (DEFAULT, or the fallback)."""
+        scores = keyword_scores(ctx.input.text or "", ctx.agent_options(names))
+        ranked = sorted(scores.items(), key=lambda item: item[1], reverse=True)
+        if not ranked or ranked[0][1] <= 0 or (len(ranked) > 1 and ranked[0][1] - ranked[1][1] < WORDS_MARGIN):
+            ctx.log.emit("step", router.name, action="no member's words lead (no model to ask)",
+                         scores={k: round(v, 3) for k, v in ranked[:3]})
+            return None
+        ctx.log.emit("route_decided", router.name, agent=ranked[0][0], by="keywords (no model)",
+                     score=round(ranked[0][1], 3), margin=round(ranked[0][1] - (ranked[1][1] if len(ranked) > 1
+                                                                             else 0.0), 3))
+        return ranked[0][0]
 
     @staticmethod
     def _dropped_task(frame: Frame, ctx: TurnContext, names: set[str]) -> str | None:
