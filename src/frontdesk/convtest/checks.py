@@ -192,7 +192,9 @@ def _check_one(turn: PlayedTurn, check: Check, texts: list[str], cursor: list[in
                            for e in turn.events if e["type"] == "arg_set"})
         return f"{name} was not set in this turn" + (f"; set were: {', '.join(set_here)}" if set_here else "")
     if kind in ("tool_called", "tool_not_called"):
-        calls = [(e.get("data") or {}) for e in turn.events if e["type"] in ("tool_call", "tool_called")]
+        # a call a rule answered (a constraint refused it, a confirmation was declined) never reached the tool
+        calls = [(e.get("data") or {}) for e in turn.events if e["type"] in ("tool_call", "tool_called")
+                 and not (e.get("data") or {}).get("answered_by")]
         name = value["name"] if kind == "tool_called" else value
         mine = [c for c in calls if c.get("tool") == name]
         if kind == "tool_not_called":
@@ -218,6 +220,9 @@ def event_problem(want: dict[str, Any], events: list[dict[str, Any]]) -> str | N
     want = dict(want)
     type_ = str(want.pop("type"))
     negate = bool(want.pop("absent", False))
+    if type_ in ("tool_call", "tool_called") and "answered_by" not in want:
+        # a call a rule answered never reached its tool: it is no tool call here (ask for it with answered_by)
+        events = [e for e in events if not (e["type"] == type_ and (e.get("data") or {}).get("answered_by"))]
     hits = [e for e in events if e["type"] == type_ and all(
         same(v, e.get("agent")) if k == "agent" else same(v, (e.get("data") or {}).get(k)) for k, v in want.items())]
     if negate:

@@ -563,6 +563,8 @@ class TurnContext:
         call returns: a live subscriber sees the event before the tool runs, the stored trace has it)."""
         extra = {"attempt": attempt} if attempt is not None else {}
         started = time.perf_counter()
+        if pending is not None and pending.result is not None:
+            extra["answered_by"] = "rule"  # a constraint, a hook or a declined confirmation: the tool never ran
         called = self.log.emit("tool_call", caller, tool=tool, args=args, **extra)
         if pending is not None and pending.result is not None:
             result = pending.result

@@ -528,9 +528,10 @@ class FlowExecutor:
             members = [a for a in switches if a.name != orchestration.EXIT_CHOICE]  # agents of the program
             choice = self._choose_by_embedding(branch, members, frame, ctx, tentative)
         ask_choice = (branch is not None or bool(switches)) and choice is None and (ctx.llm_classifies or not tentative)
-        if offline and (ctx.llm is None or (node.strategy == "pattern" and node.extracts)):
-            # a flow with no model, or a GATHER with STRATEGY: pattern ("no LLM calls"), reads what
-            # patterns and words can
+        if offline and (not ctx.llm_classifies or (node.strategy == "pattern" and node.extracts)):
+            # a flow with no model able to judge (none, or the small local one, which would invent
+            # values), or a GATHER with STRATEGY: pattern ("no LLM calls"), reads what patterns and
+            # words can
             if ask_choice and branch is not None:
                 choice = prompts.NONE_CHOICE
                 frame.data.decided_by[branch.id] = "words (no LLM: none)"
@@ -1072,8 +1073,9 @@ class FlowExecutor:
     def _llm_valid(self, check, field, value: Any, frame: Frame, ctx: TurnContext) -> bool:
         """An `llm` validation: the model judges the value by the rule's words. With no model, or when
         the call fails, the value is kept (the trace says it was not checked)."""
-        if ctx.llm is None:
-            ctx.log.emit("step", frame.agent, action="llm validation not checked: no model", field=field.name)
+        if not ctx.llm_classifies:
+            ctx.log.emit("step", frame.agent, action="llm validation not checked: no model able to judge",
+                         field=field.name)
             return True
         tool = ToolSchema(name="validate", description="Say whether the value meets the rule.",
                           parameters={"type": "object", "required": ["valid"],

@@ -531,7 +531,7 @@ def _actions(b: _FlowBuilder, step: str, node: Node) -> list:
         elif key == "CALL":
             out += _call(b, child, {}, step)
         elif key == "RESPOND":
-            out.append(SayNode(id=b.new_id(step, "say"), text=ctx.template(child.text, child)))
+            out.append(_say(b, step, "say", child))  # its text, or TEMPLATE(name)
         elif key in ("DELEGATE", "HANDOFF", "ESCALATE"):
             out += _transfer(b, step, key, child)
     return out
