@@ -132,8 +132,12 @@ def contains_pii(value: Any) -> bool:
 
 
 def matches_pattern(value: Any, pattern: Any) -> bool:
+    # '\b' in a CEL string is a backspace (as in C), which nobody means in a pattern: a check written
+    # "abl.matches_pattern(input, '\\bidiot\\b')" in a quoted ABL value reaches CEL as '\b'. It is read
+    # as the word boundary it was meant to be.
+    pattern = _text(pattern).replace("\x08", "\\b")
     try:
-        return re.search(_text(pattern), _text(value)) is not None
+        return re.search(pattern, _text(value)) is not None
     except re.error as exc:
         raise _HelperError(f"invalid regular expression {_text(pattern)!r}: {exc}") from None
 

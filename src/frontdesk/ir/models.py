@@ -335,6 +335,9 @@ class Delegation(IRModel):
     agent: str
     purpose: str = ""
     inputs: list[str] = Field(default_factory=list)  # arguments of `agent` the model fills
+    # INPUT as written: argument -> the caller's value it takes (`{vehicle_class, days: rental_days}`);
+    # what a flow's DELEGATE step passes
+    given: dict[str, Expr] = Field(default_factory=dict)
     returns: dict[str, str] = Field(default_factory=dict)  # field -> type the result is expected to have
     span: Span | None = None
 

@@ -184,6 +184,10 @@ def _choice(text: str, options: list[str], synonyms: dict[str, list[str]] | None
     hits = [o for o in options if said(o)]
     if not hits and synonyms:  # no option named: one whose phrases the message uses
         hits = [o for o in options if any(said(p) for p in synonyms.get(str(o), []) if str(p).strip())]
+    if len(hits) > 1:  # "Porto, not Lisbon": an option the message says no to is not the one meant
+        kept = [o for o in hits if not re.search(rf"\b(?:not|no|instead\s+of|rather\s+than)\s+(?:the\s+)?"
+                                                  rf"{re.escape(str(o).lower())}(?!\w)", lowered)]
+        hits = kept if kept else hits
     return hits[0] if len(hits) == 1 else None
 
 

@@ -874,6 +874,32 @@ def _escalate(section: Node, ctx: SectionContext, rules: AgentRules) -> None:
             span=item.span))
 
 
+def _delegate_inputs(node: Node | None, ctx: SectionContext) -> dict:
+    """DELEGATE INPUT (or a DELEGATE step's WITH): `{a, b: expr}` or `a: expr` entries, as argument ->
+    the caller's value (a bare name passes the caller's value of that name)."""
+    from frontdesk.ir.expr import Ref
+
+    given: dict = {}
+    if node is None:
+        return given
+    if node.value:
+        from .lineparts import split_list
+
+        for part in split_list(node.value.strip().removeprefix("{").removesuffix("}")):
+            name, colon, expr = part.partition(":")
+            name = name.strip()
+            if name:
+                given[name] = ctx.expression(expr.strip(), node) if colon and expr.strip() else \
+                    Ref(scope=SESSION, name=name)
+    for entry in node.entries():
+        given[entry.key] = ctx.value(entry) if entry.value else Ref(scope=SESSION, name=entry.key)
+    for entry in node.items():  # - a
+        text = entry.children[0].text if entry.children else ""
+        if text:
+            given[text] = Ref(scope=SESSION, name=text)
+    return given
+
+
 def _delegates(section: Node | None, ctx: SectionContext) -> list[Delegation]:
     out: list[Delegation] = []
     for item in section.items() if section is not None else []:
@@ -885,9 +911,8 @@ def _delegates(section: Node | None, ctx: SectionContext) -> list[Delegation]:
         if not _check_agent(name, agent.value_span(), ctx, "DELEGATE"):
             continue
         inputs_node = item.get("INPUT")
-        inputs = list(inputs_node.value.strip("{} ").replace(" ", "").split(",")) if inputs_node is not None \
-            and inputs_node.value else [c.key for c in inputs_node.entries()] if inputs_node is not None else []
-        inputs = [i.split(":")[0] for i in inputs if i]
+        given = _delegate_inputs(inputs_node, ctx)
+        inputs = list(given)
         returns_node = item.get("RETURNS")
         returns = {}
         if returns_node is not None:
@@ -902,7 +927,7 @@ def _delegates(section: Node | None, ctx: SectionContext) -> list[Delegation]:
         use = ctx.text(item.get("USE_RESULT"))
         when = ctx.text(item.get("WHEN"))
         text = " ".join(x for x in (purpose, f"When: {when}." if when else "", f"Then: {use}" if use else "") if x)
-        out.append(Delegation(agent=name, purpose=text, inputs=inputs, returns=returns, span=item.span))
+        out.append(Delegation(agent=name, purpose=text, inputs=inputs, given=given, returns=returns, span=item.span))
         ctx.fields.update(returns)  # 3.10: the agent continues with the result: its RETURNS are values it has
     return out
 

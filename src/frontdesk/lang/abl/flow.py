@@ -313,10 +313,12 @@ def _compile_step(b: _FlowBuilder, name: str, node: Node, after: str) -> None:
                 link(_gather(b, name, fields, props, on_invalid))
         elif key == "RESPOND":
             link([_say(b, name, "respond", node_)])
+        elif key == "DELEGATE":  # a delegate returns: what is written after it reads its result
+            link(_transfer(b, name, key, node_))
     # a step that gathers listens at its questions (with its digressions); another one listens here
     if "ON_INPUT" in props or (("SUB_INTENTS" in props or "DIGRESSIONS" in props) and not gathered):
         link(_on_input(b, name, props))
-    for key in ("DELEGATE", "HANDOFF", "ESCALATE"):
+    for key in ("HANDOFF", "ESCALATE"):
         if key in props:
             link(_transfer(b, name, key, props[key]))
     chain.insert(0, _noop(name))  # the step's entry carries its name
@@ -757,8 +759,14 @@ def _transfer(b: _FlowBuilder, step: str, key: str, node: Node) -> list:
         ctx.error(codes.UNKNOWN_AGENT, f"{key} names {target}, which is not an agent of the project",
                   node.value_span() if node.value else node, f"did you mean {guess}?" if guess else None)
         return []
-    if key == "DELEGATE":
-        return [InvokeNode(id=b.new_id(step, "delegate"), target=target, target_kind="agent")]
+    if key == "DELEGATE":  # the values passed: the step's WITH / INPUT, else the agent's DELEGATE entry's INPUT
+        from .compiler import _delegate_inputs
+
+        written = node.get("WITH") or node.get("INPUT") if node.children else None
+        declared = next((d for d in b.delegates if d.agent == target), None)
+        given = _delegate_inputs(written, ctx) if written is not None else dict(declared.given) if declared else {}
+        return [InvokeNode(id=b.new_id(step, "delegate"), target=target, target_kind="agent",
+                           args=[ArgValue(name=k, value=v) for k, v in given.items()], span=node.span)]
     declared = next((h for h in b.handoffs if h.agent == target), None)  # the agent's HANDOFF entry to it
     resume = ctx.boolean(node.get("RETURN"), default=declared.resume if declared is not None else False)
     handoff = HandoffNode(id=b.new_id(step, "handoff"), target=target, resume=resume)

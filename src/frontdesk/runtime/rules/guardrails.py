@@ -200,7 +200,7 @@ def reask(ctx: TurnContext, agent: str, guard: Guardrail, draft) -> bool:
     except LLMError as exc:
         ctx.log.emit("error", agent, where=f"guardrail {guard.name}", message=str(exc))
         return False
-    if not text or fires(ctx, agent, guard, {"content": text, "output": text}):
+    if not text or fires(ctx, agent, guard, output_variables(guard, text)):
         return False
     acted(ctx, agent, guard, "reask", before=draft.text, after=text)
     draft.text = text
@@ -323,13 +323,19 @@ def at_tool_output(ctx: TurnContext, call: PendingToolCall, result: ToolResult) 
     return None
 
 
+def output_variables(guard: Guardrail, text: str) -> dict[str, Any]:
+    """What an output check reads: the bot's text as `content` and `output`, and, for a `kind: both`
+    guardrail written over `input`, as `input` too (the same check on what comes in and goes out)."""
+    return {"content": text, "output": text, **({"input": text} if guard.extra.get("both") else {})}
+
+
 def at_output(ctx: TurnContext, agent: str, rules, out: Outgoing) -> bool:
     """Output guardrails of one agent on the drafts; True when they were all replaced (stop checking)."""
     for guard in guardrails_of(rules, "output"):
         for draft in list(out.messages):
             if draft not in out.messages:
                 continue
-            variables = {"content": draft.text, "output": draft.text}
+            variables = output_variables(guard, draft.text)
             if not fires(ctx, agent, guard, variables):
                 continue
             if guard.action in REPAIRS:

@@ -91,8 +91,10 @@ def _guardrail(name: str, node: Node, props: list[Node], ctx: SectionContext) ->
     if kind is None:
         return []
     if kind == "both":
+        # the output copy checks the bot's text under whichever name the check reads (`input` or `output`)
         return [guardrail.model_copy(update={"name": f"{name}_input", "kind": "input"}, deep=True),
-                guardrail.model_copy(update={"name": f"{name}_output", "kind": "output"}, deep=True)]
+                guardrail.model_copy(update={"name": f"{name}_output", "kind": "output",
+                                             "extra": {**guardrail.extra, "both": True}}, deep=True)]
     guardrail.kind = kind  # type: ignore[assignment]
     return [guardrail]
 
