@@ -331,7 +331,7 @@ def test_llm_validation_asks_the_model(tmp_path):
 def test_llm_validation_with_no_model_keeps_the_value_and_says_so(tmp_path):
     chat = Chat(tmp_path, {"n.agent.abl": NOTE})
     assert chat.say("whatever") == ["Noted: whatever"]
-    assert any(e.get("action") == "llm validation not checked: no model" for e in chat.kinds("step"))
+    assert any(e.get("action") == "llm validation not checked: no model able to judge" for e in chat.kinds("step"))
 
 
 ACTIVATION = '''AGENT: Loyalty

@@ -139,7 +139,9 @@ def test_a_missing_answer_stops_the_case_at_its_turn(runner, tmp_path):
         """, program=EXAMPLES / "bookstore"))
     (failure,) = result.failures
     assert failure.turn == 1 and failure.span.line == 4
-    assert "the scripted model: the script has no answer left for a 'route' call" in failure.message
+    # no answer scripted at all: the case runs as with no model deciding, and the recommendation agent's
+    # call is the one that finds nothing to answer it
+    assert "the scripted model: the script has no answer left for a 'reason' call" in failure.message
     assert [t.index for t in result.turns] == [0]
 
 

@@ -679,8 +679,9 @@ def _session_use(program: Program) -> tuple[dict[str, str], dict[str, str]]:
             sets.setdefault(variable.name, name)
             reads.setdefault(variable.name, name)
         for delegation in getattr(agent, "delegates", []):
-            for field in delegation.inputs:  # INPUT: values the delegated agent is given
+            for field in delegation.inputs:  # INPUT: the caller's values (read) the delegated agent is given
                 sets.setdefault(field, delegation.agent)
+                reads.setdefault(field, name)
             for field in delegation.returns:  # RETURNS: the result, which the agent continues with (3.10)
                 sets.setdefault(field, name)
                 reads.setdefault(field, name)

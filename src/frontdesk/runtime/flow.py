@@ -57,7 +57,7 @@ from frontdesk.runtime.policies import (
     switch_candidates,
 )
 from frontdesk.runtime.routing import digression_by_llm
-from frontdesk.runtime.rules import active_profiles, effective_profile, step_checkpoint
+from frontdesk.runtime.rules import active_profiles, effective_profile, rule_moves, step_checkpoint
 from frontdesk.runtime.state import GATHERED_BEFORE, Frame
 from frontdesk.runtime.steps import Done
 
@@ -1236,6 +1236,12 @@ class FlowExecutor:
             if ctx.state.status == "escalated" and not escalated:
                 frame.data.node = node.next  # an error handler handed the conversation to a person
                 return Outcome.escalate(f"{node.target} failed")
+            if result.status == "error" and rule_moves(ctx, frame.agent):
+                # a BEFORE-calling constraint refused the call and its ON_FAIL moves the flow (GOTO,
+                # COLLECT, RETRY, HANDOFF): the flow stops here and the rule takes it on after the agents ran,
+                # instead of the step going on as if the tool had failed
+                frame.data.node = node.next
+                return Outcome.wait()
             if node.result and node.result != node.target:
                 ctx.state.results[node.result] = ctx.result_of(node.target).model_copy(deep=True)
             if node.bind is not None:

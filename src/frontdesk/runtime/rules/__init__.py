@@ -50,6 +50,7 @@ from ._base import (
     NOT_ALLOWED,
     REDACTED,
     Violation,
+    rule_moves,
     rules_in_play,
     rules_of,
     system_vars,
@@ -81,6 +82,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from frontdesk.runtime.pipeline import Finishing, IncomingMessage, Outgoing, PendingHandoff, PendingToolCall
 
 __all__ = [
+    "rule_moves",
     "BLOCKED", "CHANNEL_VARIANTS", "CONSTRAINT_BLOCKED", "COUNTERS", "ESCALATION_NOTICE", "MAX_REDRIVES",
     "MESSAGE_NAMES", "NOT_ALLOWED", "REDACTED", "RulesHook", "Violation", "action_text", "active_profiles",
     "added_tools", "after_error", "declares_rules", "effective_profile", "find_template", "hidden_tools",

@@ -74,6 +74,11 @@ def follow_later(ctx: TurnContext, agent: str, source: str, action: Action, with
         turn_rules(ctx).pending.append(Violation(agent, source, follow, said_at=len(ctx.said)))
 
 
+def rule_moves(ctx: TurnContext, agent: str) -> bool:
+    """Whether a rule of `agent` that failed this turn waits to move it (GOTO, COLLECT, RETRY, HANDOFF)."""
+    return any(v.agent == agent for v in turn_rules(ctx).pending)
+
+
 # ---- system variables (abl-specification 8.8) --------------------------------------------------------
 
 
