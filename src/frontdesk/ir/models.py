@@ -121,6 +121,9 @@ class InvokeNode(NodeBase):
     # the results record the call's status, message and values go to; None: the target's name
     result: str | None = None
     bind: Ref | None = None  # where the call's whole result value is also kept (ABL CALL ... AS x)
+    # the step says what a failed call leads to (ABL ON_FAIL under the CALL): the agent's general error
+    # handling (ON_ERROR) does not take the failure
+    handles_failure: bool = False
 
 
 class BranchCase(IRModel):

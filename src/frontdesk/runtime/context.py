@@ -533,8 +533,9 @@ class TurnContext:
         return render_template(template, read, on_missing=missing, env=self.eval_env, on_error=broken)
 
     def _handle_tool_error(self, handler, tool: str, args: dict[str, Any], caller: str | None,
-                           frame: Frame | None, result: ToolResult) -> ToolResult:
-        """ON_ERROR: retry as often as it says, then say its words and do what follows (escalate, ...)."""
+                           frame: Frame | None, result: ToolResult, retry_only: bool = False) -> ToolResult:
+        """ON_ERROR: retry as often as it says, then say its words and do what follows (escalate, ...);
+        with `retry_only` (the calling step has its own ON_FAIL) only the retries."""
         action = handler.action
         retries = action.max_retries if action.max_retries is not None else (1 if action.retry else 0)
         for attempt in range(1, retries + 1):
@@ -545,6 +546,9 @@ class TurnContext:
             self._count_failure(result)
             if result.status != "error" and not result.error:
                 return result
+        if retry_only:
+            self.log.emit("step", caller, action="error left to the step's ON_FAIL", handler=handler.on, tool=tool)
+            return result
         self.log.emit("step", caller, action="error handled", handler=handler.on, tool=tool)
         if action.respond is not None and caller:
             self.say(caller, self._render_error(action.respond, caller, frame, tool, result), frame)
@@ -602,7 +606,8 @@ class TurnContext:
         record.values = dict(result.args)  # the latest call's result, nothing left over from an earlier one
         record.status, record.message = result.status, result.message
 
-    def call_tool(self, tool: str, args: dict[str, Any], caller: str | None, frame: Frame | None) -> ToolResult:
+    def call_tool(self, tool: str, args: dict[str, Any], caller: str | None, frame: Frame | None,
+                  handles_failure: bool = False) -> ToolResult:
         pending = PendingToolCall(tool, dict(args), caller)
         self.pipeline.before_tool(self, pending)
         args = pending.args
@@ -626,7 +631,9 @@ class TurnContext:
             self._count_failure(result)
         handler = self._error_handler(caller, tool, result) if ran else None
         if handler is not None:
-            result = self._handle_tool_error(handler, tool, args, caller, frame, result)
+            # a step that says what its failure leads to (ON_FAIL) takes the failure: the agent's ON_ERROR
+            # only retries the call as it says
+            result = self._handle_tool_error(handler, tool, args, caller, frame, result, retry_only=handles_failure)
             self._record_result(tool, result)
         caller_agent = self.program.agents.get(caller) if caller else None
         if caller_agent is not None and result.status == "success" and not result.error:

@@ -71,6 +71,10 @@ register_event_type("args_read", "one user message read for the flow's arguments
                     "each was read, and the arguments it gave nothing for", ("args", "by", "unread", "message"))
 register_event_type("gather_validation", "a gathered value failed its validation and was cleared", ("field", "kind"))
 SHORT_ANSWER_WORDS = 4
+# text fields whose value is the user's own words, taken whole (up to FREE_TEXT_WORDS) with no model to read them
+_FREE_TEXT = re.compile(r"(?:^|_)(description|details?|reason|notes?|comments?|message|issue|problem|summary|"
+                        r"explanation|feedback|complaint|request|address|instructions|symptoms?|what_happened)(?:_|$)")
+FREE_TEXT_WORDS = 60
 # what a typed GATHER field expects, said when nothing in the answer can be read as one
 _TYPE_EXPECTED = {
     "date": "I need a date, for example tomorrow or March 15.",
@@ -1151,6 +1155,14 @@ class FlowExecutor:
                 any(v.kind == "pattern" for v in field.validations):
             return {}
         text = short_answer(ctx.input.text or "")
+        if text is None and _FREE_TEXT.search(field.name):
+            # a field that asks for the user's own words ("Briefly, what was damaged?"): the whole answer,
+            # when it is one and not a question
+            said = (ctx.input.text or "").strip()
+            words = said.split()
+            if said and not said.endswith("?") and len(words) <= FREE_TEXT_WORDS and \
+                    words[0].lower() not in _QUESTION_WORDS:
+                text = said
         if text is None:
             return {}
         return self._apply_extracted({field.name: text}, names, frame, ctx, by_pattern=True)
@@ -1229,7 +1241,7 @@ class FlowExecutor:
         args = {a.name: self._eval(a.value, frame, ctx) for a in node.args}
         if node.target_kind == "tool":
             escalated = ctx.state.status == "escalated"
-            result = ctx.call_tool(node.target, args, frame.agent, frame)
+            result = ctx.call_tool(node.target, args, frame.agent, frame, handles_failure=node.handles_failure)
             if result.failure is not None and result.failure.kind == "awaiting_confirmation":
                 frame.waiting = True  # the user was asked to approve it: this CALL runs again with the answer
                 return Outcome.wait()

@@ -476,6 +476,10 @@ def _call(b: _FlowBuilder, node: Node, props: dict[str, Node], step: str) -> lis
                         span=node.span)
     out: list = [invoke]
     success, fail, on_result = props.get("ON_SUCCESS"), props.get("ON_FAIL"), props.get("ON_RESULT")
+    # an ON_FAIL that answers the user itself is the nearer handler: the agent's ON_ERROR only retries;
+    # one that only moves the flow (THEN: COMPLETE) leaves the words to ON_ERROR
+    invoke.handles_failure = fail is not None and any((c.key or "").upper() in ("RESPOND", "ESCALATE", "HANDOFF")
+                                                      for c in fail.children)
     if success is not None or fail is not None:
         cases = []
         otherwise = None
