@@ -174,6 +174,18 @@ def keyword_scores(message: str, options: list[Option]) -> dict[str, float]:
             for key, vocabulary in vocabularies.items()}
 
 
+def first_term_positions(message: str, options: list[Option]) -> dict[str, int]:
+    """Per option, where in the message (in content words) the first word its examples use stands."""
+    words = _terms(message)
+    out: dict[str, int] = {}
+    for option in options:
+        vocabulary = _option_terms(option.keyword_examples or option.examples)
+        at = next((i for i, word in enumerate(words) if word in vocabulary), None)
+        if at is not None:
+            out[option.key] = at
+    return out
+
+
 def decision_from_scores(scores: dict[str, float], thresholds: Thresholds,
                          decided_by: str = "embedding") -> Decision:
     """Apply the thresholds to the options' scores.

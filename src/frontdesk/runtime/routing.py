@@ -22,7 +22,7 @@ from frontdesk.ir.expr import ExprCondition
 from frontdesk.ir.models import Ref, RouterAgent, RouterMember
 from frontdesk.llm.base import LLMError, LLMRequest, LLMResponse
 from frontdesk.nlu.base import Option, Thresholds
-from frontdesk.nlu.matcher import keyword_scores, polarity
+from frontdesk.nlu.matcher import first_term_positions, keyword_scores, polarity
 from frontdesk.runtime import orchestration, prompts
 from frontdesk.runtime.context import ChildResult, Outcome, TurnContext
 from frontdesk.runtime.escalation import check_triggers
@@ -243,8 +243,14 @@ class RouterExecutor:
     def _by_words(router: RouterAgent, ctx: TurnContext, names: list[str]) -> str | None:
         """No embedding model and no model to ask: the member whose words (INTENT keywords, WHEN, its
         goal and examples) the message uses most, when one leads; else None (DEFAULT, or the fallback)."""
-        scores = keyword_scores(ctx.input.text or "", ctx.agent_options(names))
-        ranked = sorted(scores.items(), key=lambda item: item[1], reverse=True)
+        options = ctx.agent_options(names)
+        scores = keyword_scores(ctx.input.text or "", options)
+        # equal scores: the member whose word comes first in the message ("renew a book": renew)
+        first = first_term_positions(ctx.input.text or "", options)
+        ranked = sorted(scores.items(), key=lambda item: (-item[1], first.get(item[0], 10**6)))
+        if len(ranked) > 1 and ranked[0][1] > 0 and ranked[0][1] == ranked[1][1] \
+                and first.get(ranked[0][0], 10**6) < first.get(ranked[1][0], 10**6):
+            ranked[0] = (ranked[0][0], ranked[0][1] + WORDS_MARGIN)  # the earlier word decides the tie
         if not ranked or ranked[0][1] <= 0 or (len(ranked) > 1 and ranked[0][1] - ranked[1][1] < WORDS_MARGIN):
             ctx.log.emit("step", router.name, action="no member's words lead (no model to ask)",
                          scores={k: round(v, 3) for k, v in ranked[:3]})
