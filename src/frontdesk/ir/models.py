@@ -353,6 +353,8 @@ class Handoff(IRModel):
     resume: bool = False  # RETURN: true: come back to this agent when the other ends
     passes: list[str] = Field(default_factory=list)  # this agent's arguments copied to the other's
     when: str = ""  # when to hand off, as written (a condition, or words for the model)
+    # the WHEN when it is an expression (`wants_redelivery == true`): a flow hands off as soon as it holds
+    condition: Condition | None = None
     summary: Template | None = None  # told to the agent taking over (CONTEXT.summary)
     history: str = "none"  # how much conversation it sees: none, summary_only, full, last_n:N
     on_return: dict[str, Expr] = Field(default_factory=dict)  # values it hands back (ON_RETURN map)
@@ -735,6 +737,8 @@ class Program(IRModel):
             arg = next((a for a in agent.args if a.name == name), None)
             if arg is not None and arg.bound_to is not None:
                 return arg.bound_to.scope, arg.bound_to.name
+            if arg is None and agent.policy.unbound_scope:  # ABL: a name it does not declare is the session's
+                return agent.policy.unbound_scope, name
         return scope, name
 
 

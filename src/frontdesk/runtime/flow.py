@@ -9,6 +9,7 @@ from typing import Any
 from frontdesk.expr import EvalError, is_true
 from frontdesk.ir.expr import Call, Compare, ListLit, Lit, Ref
 from frontdesk.ir.models import (
+    ArgValue,
     AssignNode,
     BranchNode,
     ClaimsCondition,
@@ -71,6 +72,7 @@ register_event_type("args_read", "one user message read for the flow's arguments
                     "each was read, and the arguments it gave nothing for", ("args", "by", "unread", "message"))
 register_event_type("gather_validation", "a gathered value failed its validation and was cleared", ("field", "kind"))
 SHORT_ANSWER_WORDS = 4
+HANDOFFS_FIRED = "handoffs_fired"  # frame.locals: the agents a HANDOFF WHEN handed over to in this activation
 # text fields whose value is the user's own words, taken whole (up to FREE_TEXT_WORDS) with no model to read them
 _FREE_TEXT = re.compile(r"(?:^|_)(description|details?|reason|notes?|comments?|message|issue|problem|summary|"
                         r"explanation|feedback|complaint|request|address|instructions|symptoms?|what_happened)(?:_|$)")
@@ -145,6 +147,10 @@ class FlowExecutor:
         if frame.reask:
             self._ask_again(frame, ctx, graph)
         for _ in range(MAX_STEPS_PER_RUN):
+            at_step = frame.data.node in (None, graph.complete) or frame.data.node in graph.labels.values()
+            due = self._handoff_due(frame, ctx) if at_step else None  # between two steps
+            if due is not None:
+                return self._pass_on_rest(frame, ctx, due)
             if frame.data.node is None:
                 if frame.data.returns:
                     self._end_subflow(frame, ctx, "success", "")
@@ -166,6 +172,29 @@ class FlowExecutor:
                      message=f"the flow ran {MAX_STEPS_PER_RUN} steps without waiting for the user; "
                              "is there a loop without a `user` step or `tries`?")
         return Outcome.done("error", "flow step limit reached")
+
+    def _handoff_due(self, frame: Frame, ctx: TurnContext) -> Outcome | None:
+        """A HANDOFF the agent declares with a WHEN written as an expression (`wants_redelivery == true`)
+        hands the conversation over as soon as the WHEN holds, between two steps, once per activation;
+        with RETURN: true the flow comes back where it was."""
+        if frame.graph != "main":
+            return None
+        fired = frame.locals.setdefault(HANDOFFS_FIRED, [])
+        for declared in getattr(ctx.program.agents[frame.agent], "handoffs", []):
+            if declared.condition is None or declared.agent in fired or declared.agent not in ctx.program.agents:
+                continue
+            if not ctx.holds(declared.condition, frame.agent, frame, where="HANDOFF WHEN"):
+                continue
+            fired.append(declared.agent)
+            ctx.log.emit("condition_evaluated", frame.agent, condition=declared.condition.source, result=True,
+                         by="expression", why="HANDOFF WHEN")
+            node = HandoffNode(id=f"{frame.data.node or 'end'}.handoff_when", target=declared.agent,
+                               resume=declared.resume, summary=declared.summary, history=declared.history,
+                               args=[ArgValue(name=p.split(".")[-1], value=Ref(scope="session", name=p.split(".")[-1]))
+                                     for p in declared.passes],
+                               next=frame.data.node)
+            return self._handoff(node, frame, ctx)
+        return None
 
     def _enter_step(self, step: str, frame: Frame, ctx: TurnContext) -> Outcome | None:
         """The flow enters a named step: a `flow_transition` (with why, when it is not the step's

@@ -972,6 +972,7 @@ def _handoff_of(item: Node, name: str, ctx: SectionContext) -> Handoff:
         if node is not None:
             extra[key.lower()] = ctx.data(node)
     return Handoff(agent=name, purpose=ctx.text(item.get("WHEN")), resume=ctx.boolean(item.get("RETURN")),
+                   condition=_when_condition(item.get("WHEN"), ctx),
                    passes=[p.split(".")[-1] for p in passes], when=ctx.text(item.get("WHEN")),
                    summary=ctx.template(summary_node.text, summary_node) if summary_node is not None else None,
                    history=history, on_return=on_return, extra=extra, span=item.span)
