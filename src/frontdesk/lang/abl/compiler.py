@@ -610,6 +610,7 @@ def compile_agent(doc: Document, bag: DiagnosticBag, names: Names, library: dict
                 step_agent.max_iterations = int(max_iterations)
                 step_agent.shown_as = step_agent.owner = doc.name
         _cross_checks(doc, sections, ctx, rules)
+        _check_gotos(doc, ctx, rules, set(graph.labels))
         return [agent, *extra_agents]
     agent = ReasoningAgent(name=doc.name, description=description, args=_args(rules), instructions=instructions,
                            tools=[t.name for t in tools], delegates=delegates, handoffs=handoffs,
@@ -658,6 +659,16 @@ def _cross_checks(doc: Document, sections: dict[str, Node], ctx: SectionContext,
 
 
 
+def _check_gotos(doc: Document, ctx: SectionContext, rules: AgentRules, steps: set[str]) -> None:
+    """GOTO <step> of a constraint's ON_FAIL, an ON_ERROR, a hook or a COMPLETE: a step of the FLOW (ABL019)."""
+    words = _Words(doc.text, ctx.file)
+    for action in rules.rule_actions():
+        if action.goto and action.goto.upper() != "COMPLETE" and action.goto not in steps:
+            guess = did_you_mean(action.goto, sorted(steps))
+            ctx.error(codes.UNKNOWN_STEP, f"GOTO {action.goto}: the FLOW has no such step", words.find(action.goto),
+                      f"did you mean {guess}?" if guess else "name a step of the agent's FLOW")
+
+
 class _Words:
     """Where words are first written in a document: every name found in one pass when the first is
     looked for (looking each up by reading the lines again is quadratic on a long document)."""
@@ -672,7 +683,11 @@ class _Words:
     def find(self, word: str) -> Span | None:
         if self.first is None:
             self.first = {}
-            for match in self._NAME.finditer(self.text):
+            # comments are not where a name is written: a line from `#` on is left out ("#" inside quotes
+            # is rare enough in a name's line to be taken as a comment start too)
+            seen = re.sub(r"(?m)(^|\s)#[^\n]*", lambda m: m.group(1) + " " * (len(m.group(0)) - len(m.group(1))),
+                          self.text)
+            for match in self._NAME.finditer(seen):
                 self.first.setdefault(match.group(0), match.start())
             self.line_starts = [0] + [m.end() for m in re.finditer("\n", self.text)]
         at = self.first.get(word)
@@ -874,32 +889,6 @@ def _escalate(section: Node, ctx: SectionContext, rules: AgentRules) -> None:
             span=item.span))
 
 
-def _delegate_inputs(node: Node | None, ctx: SectionContext) -> dict:
-    """DELEGATE INPUT (or a DELEGATE step's WITH): `{a, b: expr}` or `a: expr` entries, as argument ->
-    the caller's value (a bare name passes the caller's value of that name)."""
-    from frontdesk.ir.expr import Ref
-
-    given: dict = {}
-    if node is None:
-        return given
-    if node.value:
-        from .lineparts import split_list
-
-        for part in split_list(node.value.strip().removeprefix("{").removesuffix("}")):
-            name, colon, expr = part.partition(":")
-            name = name.strip()
-            if name:
-                given[name] = ctx.expression(expr.strip(), node) if colon and expr.strip() else \
-                    Ref(scope=SESSION, name=name)
-    for entry in node.entries():
-        given[entry.key] = ctx.value(entry) if entry.value else Ref(scope=SESSION, name=entry.key)
-    for entry in node.items():  # - a
-        text = entry.children[0].text if entry.children else ""
-        if text:
-            given[text] = Ref(scope=SESSION, name=text)
-    return given
-
-
 def _delegates(section: Node | None, ctx: SectionContext) -> list[Delegation]:
     out: list[Delegation] = []
     for item in section.items() if section is not None else []:
@@ -911,7 +900,7 @@ def _delegates(section: Node | None, ctx: SectionContext) -> list[Delegation]:
         if not _check_agent(name, agent.value_span(), ctx, "DELEGATE"):
             continue
         inputs_node = item.get("INPUT")
-        given = _delegate_inputs(inputs_node, ctx)
+        given = ctx.delegate_inputs(inputs_node)
         inputs = list(given)
         returns_node = item.get("RETURNS")
         returns = {}
@@ -1067,13 +1056,13 @@ def _supervisor(doc: Document, sections: dict[str, Node], ctx: SectionContext, r
             continue
         member = members.setdefault(name, RouterMember(agent=name, span=item.span))
         member.description = ctx.text(item.get("WHEN"))
-        member.condition = _when_condition(item.get("WHEN"), ctx)
         returns = item.get("RETURN")
         member.resume = ctx.boolean(returns, default=True)
         context = item.get("CONTEXT")
         member.passes = ctx.names_list(context.get("pass")) if context is not None else ctx.names_list(item.get("PASS"))
-        member.handoff = _handoff_of(item, name, ctx)
+        member.handoff = _handoff_of(item, name, ctx)  # reads the WHEN (once: one diagnostic if it is wrong)
         member.handoff.resume = member.resume
+        member.condition = member.handoff.condition
     protocol = sections.get("HANDOFF_PROTOCOL")
     if protocol is not None:
         rules.metadata["HANDOFF_PROTOCOL"] = ctx.data(protocol)

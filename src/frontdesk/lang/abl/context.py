@@ -194,6 +194,31 @@ class SectionContext:
             return Lit(value=node.text)
         return template_as_expr(self.template(node.text, node))
 
+    def delegate_inputs(self, node: Node | None) -> dict[str, Expr]:
+        """DELEGATE INPUT (or a DELEGATE step's WITH): `{a, b: expr}` or `a: expr` entries, as argument ->
+        the caller's value (a bare name passes the caller's value of that name)."""
+        from frontdesk.ir.expr import Ref
+
+        from .lineparts import split_list
+
+        given: dict[str, Expr] = {}
+        if node is None:
+            return given
+        if node.value:
+            for part in split_list(node.value.strip().removeprefix("{").removesuffix("}")):
+                name, colon, expr = part.partition(":")
+                name = name.strip()
+                if name:
+                    given[name] = self.expression(expr.strip(), node) if colon and expr.strip() else \
+                        Ref(scope=SESSION, name=name)
+        for entry in node.entries():
+            given[entry.key] = self.value(entry) if entry.value else Ref(scope=SESSION, name=entry.key)
+        for entry in node.items():  # - a
+            text = entry.children[0].text if entry.children else ""
+            if text:
+                given[text] = Ref(scope=SESSION, name=text)
+        return given
+
     def condition(self, text: str, node: Node | None, offset: int = 0) -> Condition:
         from frontdesk.expr import ExprSyntaxError, parse_condition
 

@@ -764,11 +764,9 @@ def _transfer(b: _FlowBuilder, step: str, key: str, node: Node) -> list:
                   node.value_span() if node.value else node, f"did you mean {guess}?" if guess else None)
         return []
     if key == "DELEGATE":  # the values passed: the step's WITH / INPUT, else the agent's DELEGATE entry's INPUT
-        from .compiler import _delegate_inputs
-
         written = node.get("WITH") or node.get("INPUT") if node.children else None
         declared = next((d for d in b.delegates if d.agent == target), None)
-        given = _delegate_inputs(written, ctx) if written is not None else dict(declared.given) if declared else {}
+        given = ctx.delegate_inputs(written) if written is not None else dict(declared.given) if declared else {}
         return [InvokeNode(id=b.new_id(step, "delegate"), target=target, target_kind="agent",
                            args=[ArgValue(name=k, value=v) for k, v in given.items()], span=node.span)]
     declared = next((h for h in b.handoffs if h.agent == target), None)  # the agent's HANDOFF entry to it

@@ -273,9 +273,11 @@ def _inline(text: str, node: Node | None, offset: int, action: Action, ctx: Sect
         return
     if found and re.fullmatch(r"[A-Z][A-Z_]+", stripped) and not quoted:
         guess = did_you_mean(stripped, list(INLINE_WORDS))
-        if guess is not None:
-            ctx.error(codes.BAD_VALUE, f"unknown action '{stripped}'", _where(node, lead_at), f"did you mean {guess}?")
-            return
+        # a bare word in capitals is meant as an action, not as words to say ("ON_FAIL: DENY")
+        ctx.error(codes.BAD_VALUE, f"unknown action '{stripped}'", _where(node, lead_at),
+                  f"did you mean {guess}?" if guess is not None else
+                  f"an action is one of {', '.join(sorted(INLINE_WORDS))}; quote it to say it as a message")
+        return
     action.respond = ctx.template(text if quoted else stripped, node)
 
 
