@@ -165,3 +165,38 @@ def test_a_session_with_no_user_says_why_user_memory_is_not_kept(tmp_path):
     result = engine.send(sid, "RX-555")
     warnings = [e.data["message"] for e in result.events if e.type == "warning"]
     assert any("the session has no user id" in w and "--user" in w for w in warnings), warnings
+
+
+def test_an_agent_reached_only_by_a_constraints_on_fail_handoff_is_used(tmp_path):
+    (tmp_path / "desk.agent.abl").write_text(textwrap.dedent("""
+        AGENT: Table_Desk
+        GOAL: "Book tables"
+        GATHER:
+          party_size:
+            prompt: "How many people?"
+            type: number
+        TOOLS:
+          book(party_size: number) -> {ok: boolean}
+            python: tools.py
+        CONSTRAINTS:
+          - REQUIRE party_size <= 8 BEFORE calling book
+            ON_FAIL: HANDOFF Events_Desk
+        FLOW:
+          ask:
+            GATHER: [party_size]
+            CALL: book(party_size)
+            THEN: COMPLETE
+        """).lstrip(), encoding="utf-8")
+    (tmp_path / "events.agent.abl").write_text(textwrap.dedent("""
+        AGENT: Events_Desk
+        GOAL: "Look after large parties"
+        FLOW:
+          hello:
+            RESPOND: "Our events team will call you."
+            THEN: COMPLETE
+        """).lstrip(), encoding="utf-8")
+    (tmp_path / "tools.py").write_text("def book(party_size):\n    return {'ok': True}\n", encoding="utf-8")
+    from frontdesk.analysis import with_analysis
+
+    program, diags = load_program(tmp_path, entry="Table_Desk")
+    assert not [d for d in with_analysis(program, list(diags)) if d.code == "FD043"]

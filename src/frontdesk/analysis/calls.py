@@ -119,6 +119,11 @@ def check_unused_agents(program: Program, bag: DiagnosticBag, code: str) -> None
         for policy in (agent.fallback, agent.exit):
             if policy is not None and policy.kind == "agent" and policy.value in program.agents:
                 edges[name].append((policy.value, None))
+        # a rule's action (a constraint's ON_FAIL: HANDOFF x, an ON_ERROR's THEN: DELEGATE x) and a flow's
+        # declared HANDOFF (its WHEN hands over) also reach an agent
+        for action in agent.rules.rule_actions():
+            edges[name].extend((t, None) for t in (action.handoff, action.delegate) if t in program.agents)
+        edges[name].extend((h.agent, None) for h in getattr(agent, "handoffs", []) if h.agent in program.agents)
     seen = {program.entry}
     queue = deque([program.entry])
     while queue:
