@@ -56,6 +56,13 @@ def extract_values(text: str, fields: dict[str, str], now: datetime | None = Non
             dateless = dateless.replace(phrase, " ")
         if by_type.get("date") or by_type.get("datetime"):  # "in 3 days" gives the date, not 3 guests
             dateless = RELATIVE_DATE.sub(" ", dateless)
+            # "for 2 nights" is a length of stay (the dates' business), not 2 of what a number field counts,
+            # unless the field counts those very units (`nights`)
+            units = "|".join(u for u in ("night", "day", "week") if not any(u in n for n in
+                                                                              by_type.get("number", []) + by_type.get("integer", [])))
+            if units:
+                dateless = re.sub(rf"\b(?:for\s+)?(?:\d{{1,3}}|one|two|three|four|five|six|seven|eight|nine|ten|a|an)\s+"
+                                  rf"(?:{units})s?\b", " ", dateless, flags=re.IGNORECASE)
     for kind, names in by_type.items():
         values = _values(dateless if kind in ("number", "integer") else text, kind, now)
         for name, value in zip(names, values):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from datetime import date, timedelta
 from dataclasses import replace
 from typing import Any
 
@@ -25,7 +26,7 @@ from frontdesk.ir.models import (
     SayNode,
     StepGraph,
 )
-from frontdesk.ir.walk import nodes_in
+from frontdesk.ir.walk import nodes_in, refs_in
 from frontdesk.llm.base import ChatMessage, LLMRequest, ToolSchema
 from frontdesk.nlu.base import Option
 from frontdesk.nlu.matcher import polarity
@@ -73,6 +74,10 @@ register_event_type("args_read", "one user message read for the flow's arguments
 register_event_type("gather_validation", "a gathered value failed its validation and was cleared", ("field", "kind"))
 SHORT_ANSWER_WORDS = 4
 HANDOFFS_FIRED = "handoffs_fired"  # frame.locals: the agents a HANDOFF WHEN handed over to in this activation
+_NUMBER_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
+                 "ten": 10, "a": 1, "an": 1}
+_STAY = re.compile(r"\bfor\s+(\d{1,3}|one|two|three|four|five|six|seven|eight|nine|ten|a|an)\s+(nights?|days?|weeks?)\b",
+                   re.IGNORECASE)
 # text fields whose value is the user's own words, taken whole (up to FREE_TEXT_WORDS) with no model to read them
 _FREE_TEXT = re.compile(r"(?:^|_)(description|details?|reason|notes?|comments?|message|issue|problem|summary|"
                         r"explanation|feedback|complaint|request|address|instructions|symptoms?|what_happened)(?:_|$)")
@@ -402,7 +407,7 @@ class FlowExecutor:
             return Outcome.wait()
         frame.data.decisions.clear()
         frame.data.decided_by.clear()
-        if node.corrects and not tentative and policy.corrections:
+        if node.corrects and not tentative and policy.corrections and not self._own_case_takes(node, frame, ctx, graph):
             corrected, outcome = self._correct(node, frame, ctx, graph)
             if corrected:
                 frame.waiting = False
@@ -685,7 +690,31 @@ class FlowExecutor:
                                                                  or n in patterns)}
         if not fields:
             return {}
-        return extract_values(message, fields, ctx.eval_env.clock(), options, patterns, synonyms)
+        found = extract_values(message, fields, ctx.eval_env.clock(), options, patterns, synonyms)
+        return FlowExecutor._stay_end(found, [n for n in names if types.get(n) == "date"], frame, ctx, message)
+
+    @staticmethod
+    def _stay_end(found: dict[str, Any], dates: list[str], frame: Frame, ctx: TurnContext,
+                  message: str) -> dict[str, Any]:
+        """"from tomorrow for 2 nights": a start date with a length of stay gives the end date. With two
+        date fields asked in order (check-in, check-out), the second is the first plus the nights, days
+        or weeks the message says (read only when the message gives no second date itself)."""
+        if len(dates) < 2 or found.get(dates[1]) is not None:
+            return found
+        length = _STAY.search(message)
+        start = found.get(dates[0]) or ctx.values(frame.agent).get(dates[0])
+        if length is None or not isinstance(start, str):
+            return found
+        said = length.group(1).lower()
+        count = int(said) if said.isdigit() else _NUMBER_WORDS.get(said)
+        try:
+            begin = date.fromisoformat(start[:10])
+        except ValueError:
+            return found
+        if not count:
+            return found
+        days = count * 7 if length.group(2).lower().startswith("week") else count
+        return {**found, dates[1]: (begin + timedelta(days=days)).isoformat()}
 
     @staticmethod
     def _args_not_asked(node: ListenNode, frame: Frame, ctx: TurnContext, graph: StepGraph) -> list[str]:
@@ -804,6 +833,21 @@ class FlowExecutor:
 
     # ---- ABL GATHER: corrections, validation, system variables --------------------------
 
+    @staticmethod
+    def _own_case_takes(node: ListenNode, frame: Frame, ctx: TurnContext, graph: StepGraph) -> bool:
+        """The current step's own ON_INPUT has a case written over the message (`input matches /.../`,
+        `input.contains(...)`) that holds: the message is that step's input, not a correction of an
+        earlier step's field (CORRECTIONS is a property of the step that gathers, 3.14.2)."""
+        branch = graph.nodes.get(node.next) if node.next else None
+        if not isinstance(branch, BranchNode):
+            return False
+        for case in branch.cases:
+            cond = case.condition
+            if isinstance(cond, ExprCondition) and any(r.name == "input" for r in refs_in(cond.expr)) \
+                    and ctx.holds(cond, frame.agent, frame, where="ON_INPUT") is True:
+                return True
+        return False
+
     def _correct(self, node: ListenNode, frame: Frame, ctx: TurnContext,
                  graph: StepGraph) -> tuple[bool, Outcome | None]:
         """CORRECTIONS: the message changes a value gathered before ("actually 4 guests", "no, make it
@@ -839,6 +883,14 @@ class FlowExecutor:
             found = {k: v for k, v in args.items() if k in candidates and v not in (None, "")}
             by = "llm"
         changed = {n: v for n, v in found.items() if v != values.get(n)}
+        if found and not changed and not node.extracts:
+            # "actually 3 guests" when it is 3 already: the value stands; the step is shown again
+            ctx.log.emit("gather_correction", frame.agent, by=by, invalidated=[],
+                         fields={n: {"from": values.get(n), "to": v} for n, v in found.items()}, unchanged=True)
+            if frame.data.step is not None:
+                self._reasons[(ctx.state.session_id, frame.id)] = "correction"
+                frame.data.node = frame.data.step
+                return True, None
         if not changed:
             return False, None
         invalidated: list[str] = []

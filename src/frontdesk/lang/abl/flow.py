@@ -332,6 +332,23 @@ def _compile_step(b: _FlowBuilder, name: str, node: Node, after: str) -> None:
         _bind_result_refs(chain, tool, b)
 
 
+_TYPE_HINTS = {"date": " (a date, e.g. 2026-12-01)", "datetime": " (a date and time)", "number": " (a number)",
+               "integer": " (a whole number)", "boolean": " (yes or no)", "email": " (an e-mail address)",
+               "phone": " (a phone number)", "currency": " (an amount)"}
+
+
+def unprompted_question(field: GatherField) -> str:
+    """The question for a GATHER field that has no PROMPT: from its DESCRIPTION, else its name, with what
+    kind of answer it takes ("Please tell me the read on (a date, e.g. 2026-12-01)."), never a guessed
+    "What is your ...?" that may not be English."""
+    about = str(field.extra.get("description") or "").strip().rstrip(".?")
+    what = about[0].lower() + about[1:] if about else f"the {field.name.replace('_', ' ')}"
+    if field.options:
+        listed = ", ".join(field.options[:-1]) + f" or {field.options[-1]}" if len(field.options) > 1 else field.options[0]
+        return f"Please tell me {what}: {listed}."
+    return f"Please tell me {what}{_TYPE_HINTS.get(field.type, '')}."
+
+
 def _said_errors_are_messages(b: _FlowBuilder) -> None:
     """`{{result.error}}` (or `{{<tool>.error}}`) in a RESPOND says why the call failed (3.14.6:
     "Sorry, the booking failed: {{result.error}}"): the failure's message, empty after a success.
@@ -683,8 +700,7 @@ def _gather(b: _FlowBuilder, step: str, fields: list[GatherField], props: dict[s
         return ask, listen, again
 
     for f in asked:
-        ask, _, _ = question(f"ask_{f.name}_", (f.prompt or step_prompt or f"What is your {f.name.replace('_', ' ')}?",
-                                                prompt_node), f.name)
+        ask, _, _ = question(f"ask_{f.name}_", (f.prompt or step_prompt or unprompted_question(f), prompt_node), f.name)
         condition = ExprCondition(source=_settled_source(f), expr=_settled(f))
         if required and not f.required:  # asked only while a profile requires it (the runtime checks)
             condition = ExprCondition(source=f"{f.name} is optional unless a profile requires it", expr=Lit(value=True))

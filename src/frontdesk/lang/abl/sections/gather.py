@@ -256,6 +256,11 @@ def _field(name: str, shorthand: str | None, props: list[Node], node: Node, ctx:
     elif required is not None:
         field.required = required
         field.activation = "required" if required else "optional"
+    elif field.default is not None:
+        # a field that gives its own DEFAULT and does not say REQUIRED: true is not asked: it takes the
+        # default unless the user gives it (the §3.14.2 example; docs/abl-semantics.md)
+        field.required = False
+        field.activation = "optional"
     if field.activation == "progressive" and not field.depends_on:
         ctx.error(codes.MISSING_KEY, f"{name} is progressive but has no depends_on", activation_node or node,
                   "list the fields that make it required: depends_on: [field]")
