@@ -1273,6 +1273,18 @@ class FlowExecutor:
             ctx.log.emit("gather_extraction", frame.agent, fields=got, by="pattern" if by_pattern else "llm")
         if got and frame.data.last_listen:
             frame.data.extracted.setdefault(frame.data.last_listen, {}).update(got)
+        agent = ctx.program.agents[frame.agent]
+        if agent.policy.system_variables:  # 8.8 _pending_inferences: what the model inferred for an INFER field
+            fields = self._fields(frame, ctx)
+            pending = dict(ctx.state.system.get("_pending_inferences") or {})
+            for name, value in got.items():
+                field = fields.get(name)
+                if field is not None and field.infer and not by_pattern:
+                    pending[name] = value  # read by the model, not written by the user in so many words
+                else:
+                    pending.pop(name, None)  # the user gave it: nothing left to confirm
+            if pending != (ctx.state.system.get("_pending_inferences") or {}):
+                ctx.state.system["_pending_inferences"] = pending
         return got
 
     def _choose_by_embedding(self, branch: BranchNode, switches, frame: Frame, ctx: TurnContext,

@@ -403,6 +403,7 @@ class RouterExecutor:
             elif decision.best in asked:
                 pick = decision.best
             if pick is not None:
+                ctx.state.system.pop("_disambiguation_intents", None)
                 ctx.log.emit("route_decided", router.name, agent=pick, by="embedding, after a clarifying question",
                              score=round(decision.score, 3))
                 return pick
@@ -413,6 +414,8 @@ class RouterExecutor:
                          score=round(decision.score, 3))
             return None
         frame.data.decisions["clarify"] = "|".join(top)
+        if router.policy.system_variables:  # 8.8: the intents the user is asked to choose between
+            ctx.state.system["_disambiguation_intents"] = list(top)
         lines = [f"- {describe_agent(ctx.program.agents[n])}" for n in top]
         ctx.log.emit("step", router.name, action="clarifying question", candidates=top,
                      scores=[round(decision.scores[n], 3) for n in top])
