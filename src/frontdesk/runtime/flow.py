@@ -843,7 +843,9 @@ class FlowExecutor:
             return False
         for case in branch.cases:
             cond = case.condition
-            if isinstance(cond, ExprCondition) and any(r.name == "input" for r in refs_in(cond.expr)) \
+            if not isinstance(cond, ExprCondition) or any(c.fn in ("SAYS_YES", "SAYS_NO") for c in nodes_in(cond.expr, Call)):
+                continue  # a yes/no case: "no, make it December 11" is a correction all the same
+            if any(r.name == "input" for r in refs_in(cond.expr)) \
                     and ctx.holds(cond, frame.agent, frame, where="ON_INPUT") is True:
                 return True
         return False
