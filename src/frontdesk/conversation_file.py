@@ -83,4 +83,5 @@ def scripted_model(spec: dict[str, Any]) -> ScriptedProvider:
     llm = ScriptedProvider(spec.get("llm") or [])
     if spec.get("embeddings") and not spec.get("llm_classifies", False):
         llm.can_classify = False  # type: ignore[attr-defined]
+    llm.can_reason = bool(spec.get("llm"))  # type: ignore[attr-defined]  # as convtest's scripted_model_for
     return llm

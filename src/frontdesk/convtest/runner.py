@@ -184,6 +184,9 @@ def scripted_model_for(case: TestCase):
         # a case that scripts no model answer runs as a program with no model decides: by words and
         # patterns (a call the model would have to answer still fails, naming what it was for)
         llm.can_classify = False  # type: ignore[attr-defined]
+    # the scripted answers stand in for a model that reasons (an ABL reasoning agent asks it), also when
+    # the embedding model decides routing and conditions; with none, reasoning agents work offline
+    llm.can_reason = bool(case.all_llm())  # type: ignore[attr-defined]
     return llm
 
 

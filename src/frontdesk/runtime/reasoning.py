@@ -30,13 +30,20 @@ register_event_type("max_iterations_exceeded", "a reasoning agent's loop hit its
                     "reply was said", ("limit",))
 register_event_type("context_compacted", "older messages of an agent's transcript were summarised so the "
                     "request fits the model's context", ("before_tokens", "after_tokens", "messages", "by"))
-register_event_type("reasoning_offline", "with no model, a reasoning agent asked, read or ran what it could by "
-                    "itself", ("action",))
+register_event_type("reasoning_offline", "with no model that can reason, a reasoning agent asked, read or ran "
+                    "what it could by itself, then completed (a COMPLETE condition held, or it declares none) or "
+                    "said it cannot finish", ("action",))
 
 APOLOGY = "Sorry, something went wrong on my side. Let's try that again in a moment."
 ITERATION_FALLBACK = ("Sorry, I could not work that out just now. Could you tell me again, in other words, what "
                       "you need?")
 NO_MODEL_REPLY = "I can't help with that here: no language model is configured for me."
+NO_MODEL = "no language model is configured for me"  # why an agent with no model cannot go on
+SMALL_MODEL = "the model I run with ({name}) is too small to work this out"  # ... with one that cannot reason
+CANNOT_FINISH = "I can't finish this here: {why}."
+UNMET_COMPLETE = ("error: your task is not done yet: none of its completion conditions holds ({conditions}). "
+                  "Keep working toward your goal with your tools, reply to the user, or call hand_back if the "
+                  "message is not for you")
 DEFAULT_CONTEXT_TOKENS = 32000  # the token budget of one reasoning request, unless EXECUTION / config say
 UNASKED_TOOL = "error: the user has not asked for anything yet; greet them and ask how you can help"
 IDLE_FINISH = ("error: nothing of your task is done yet, so it cannot be finished; reply to the user, call one of "
@@ -135,9 +142,10 @@ class ReasoningExecutor:
             if outcome is not None:
                 return outcome
         about = agent_context(ctx, agent, frame)
-        if not ctx.llm_classifies and about is not None and not data.pending:
+        if not model_reasons(ctx) and about is not None and not data.pending:
             # No model, or one too small to reason (the local SmolLM2): an ABL agent asks for its
-            # fields, reads them by pattern, runs its read-only tools and completes, offline.
+            # fields, reads them by pattern, runs its read-only tools, and completes only when its
+            # COMPLETE conditions allow it (else it says it cannot finish here), offline.
             return self._completed(agent, frame, ctx, self._offline(agent, frame, ctx, about))
         limit = iteration_limit(ctx, agent)
         while data.iterations < limit:
@@ -244,10 +252,12 @@ class ReasoningExecutor:
         return Outcome.wait()
 
     def _offline(self, agent: ReasoningAgent, frame: Frame, ctx: TurnContext, about) -> Outcome:
-        """An ABL reasoning agent with no model configured does what it can by itself: it reads the
+        """An ABL reasoning agent with no model that can reason does what it can by itself: it reads the
         user's message for its fields by pattern (the whole message for the text field it asked for),
         asks for the first field still needed with its GATHER prompt, then runs the read-only tools its
-        own INSTRUCTIONS name whose inputs are known, and completes."""
+        own INSTRUCTIONS name whose inputs are known. Gathering serves the goal (ABL 3.6, 3.12): it
+        completes with success when one of its COMPLETE conditions holds, or when it declares none;
+        when it declares some and none holds, it cannot finish here and says so (_cannot_finish)."""
         fields = gather_fields(ctx.program, agent)
         asked = frame.locals.get("_offline_asked")
         if ctx.input.taken_by(frame) and ctx.input.text and fields:
@@ -297,17 +307,37 @@ class ReasoningExecutor:
             frame.waiting = True
             if not ctx.input.taken_by(frame):
                 return Outcome.wait()  # nobody has asked anything yet
-            rules = ctx.program.rules_for(agent.name)
             ctx.log.emit("reasoning_offline", agent.name, action="cannot answer")
-            ctx.say(agent.name, rules.messages.get("no_model") or NO_MODEL_REPLY, frame)
+            ctx.say(agent.name, named_message(ctx, agent, "no_model") or no_model_reply(ctx), frame)
             frame.waiting = True
             return Outcome.wait()
+        if completion_conditions(agent) and not complete_holds(agent, frame, ctx):
+            return self._cannot_finish(agent, frame, ctx)
         ctx.log.emit("reasoning_offline", agent.name, action="complete")
         outcome = self._completed(agent, frame, ctx, Outcome.wait())
         if outcome is not None and outcome.kind == "done":
             return outcome
         frame.waiting = False
         return Outcome.done("success", "completed without a model", value=ctx.values(agent.name))
+
+    @staticmethod
+    def _cannot_finish(agent: ReasoningAgent, frame: Frame, ctx: TurnContext) -> Outcome:
+        """Offline, the agent has gathered what it asks for and run what it safely could, and none of its
+        COMPLETE conditions holds: what is left (a tool that changes something, a judgement) needs a
+        model that can reason. It never reports success: it says plainly that it cannot finish here (its
+        MESSAGES `no_model`, else which model is missing), then hands the conversation to a person when
+        it declares ESCALATE, else ends with an error (a supervisor takes the conversation back)."""
+        why = offline_reason(ctx)
+        ctx.log.emit("reasoning_offline", agent.name, action="cannot finish", conditions=completion_conditions(agent))
+        ctx.say(agent.name, named_message(ctx, agent, "no_model") or CANNOT_FINISH.format(why=why), frame)
+        data: ReasoningData = frame.data  # type: ignore[assignment]
+        data.pending, data.answer = [], {}
+        if agent.can_escalate:
+            frame.waiting = True
+            return Outcome.escalate(f"{agent.name} cannot finish its task here: {why}")
+        frame.waiting = False
+        return Outcome.done("error", f"cannot finish without a model that can reason: {why}; "
+                                     "no COMPLETE condition holds", value=ctx.values(agent.name))
 
     def _request(self, agent: ReasoningAgent, frame: Frame, ctx: TurnContext, about, others: list[str],
                  unasked: bool):
@@ -410,6 +440,18 @@ class ReasoningExecutor:
                 ctx.log.emit("step", agent.name, action="finish refused: nothing of the task is done yet")
                 data.messages.append({"role": "tool", "tool_call_id": call.id, "name": call.name,
                                       "content": IDLE_FINISH})
+                continue
+            if call.name == prompts.FINISH_TOOL and not unasked \
+                    and str(call.arguments.get("status", "success")) != "error" and completion_conditions(agent) \
+                    and not complete_holds(agent, frame, ctx):
+                # The agent declares when its task is done (ABL COMPLETE) and none of that holds: it is not
+                # done, and the model is told so (it may go on, hand the user back or escalate; the loop's
+                # iteration limit bounds a model that keeps trying)
+                conditions = "; ".join(completion_conditions(agent))
+                ctx.log.emit("step", agent.name, action="complete refused: no COMPLETE condition holds",
+                             conditions=conditions)
+                data.messages.append({"role": "tool", "tool_call_id": call.id, "name": call.name,
+                                      "content": UNMET_COMPLETE.format(conditions=conditions)})
                 continue
             if call.name == prompts.FAN_OUT_TOOL and call.name not in agent.tools and not unasked:
                 started = self._fan_out(call, agent, frame, ctx)
@@ -607,6 +649,49 @@ def _blank(value: Any) -> bool:
 
 
 # ---- ABL reasoning: the agent's context, system tools, gathered fields, limits, compaction, offline ----
+
+
+def model_reasons(ctx: TurnContext) -> bool:
+    """Whether an ABL reasoning agent asks its model (the tool-calling loop) rather than working offline.
+    A model that classifies does. One that does not classify reasons only when it says it can
+    (`can_reason`): the scripted model of a conversation test that scripts answers does, also under
+    `embeddings: true` (convtest/runner.py); the local SmolLM2 (too small) and no model at all do not."""
+    llm = ctx.llm
+    if llm is None:
+        return False
+    can = getattr(llm, "can_reason", None)
+    return ctx.llm_classifies if can is None else bool(can)
+
+
+def offline_reason(ctx: TurnContext) -> str:
+    """Why the agent cannot go on by itself, truthfully: no model is configured, or the one configured
+    (named as the chat banner names it) is too small to reason."""
+    if ctx.llm is None:
+        return NO_MODEL
+    return SMALL_MODEL.format(name=getattr(ctx.llm, "name", None) or "a small local model")
+
+
+def no_model_reply(ctx: TurnContext) -> str:
+    """What an agent with nothing it can do by itself says (NO_MODEL_REPLY when no model is configured)."""
+    return NO_MODEL_REPLY if ctx.llm is None else f"I can't help with that here: {offline_reason(ctx)}."
+
+
+def completion_conditions(agent: ReasoningAgent) -> list[str]:
+    """The agent's COMPLETE conditions written as expressions (`open_dispute.case_id IS SET`), as written."""
+    return [r.when.source for r in agent.rules.complete if isinstance(r.when, ExprCondition)]
+
+
+def complete_holds(agent: ReasoningAgent, frame: Frame, ctx: TurnContext) -> bool:
+    """Whether one of the agent's COMPLETE conditions holds now (one that fails to evaluate does not)."""
+    for rule in agent.rules.complete:
+        if not isinstance(rule.when, ExprCondition):
+            continue
+        try:
+            if is_true(ctx.eval(rule.when.expr, agent.name, frame)):
+                return True
+        except EvalError:
+            continue
+    return False
 
 
 def named_message(ctx: TurnContext, agent: ReasoningAgent, name: str) -> str | None:
