@@ -707,10 +707,15 @@ def _session_use(program: Program) -> tuple[dict[str, str], dict[str, str]]:
     return reads, sets
 
 
+PLATFORM_VALUES = frozenset({"user", "human"})
+
+
 def check_session_values(program: Program, bag: DiagnosticBag) -> None:
     """ABL: a shared value a step reads that nothing sets, or sets that nothing reads."""
     reads, sets = _session_use(program)
-    for value in sorted(set(reads) - set(sets)):
+    # `user.wants_human_agent`, `user.intent`, `user.sentiment` (3.11.1, 8.8): facts about the user the
+    # platform and its model fill; `human.resolved`: what the person an escalation went to hands back
+    for value in sorted(set(reads) - set(sets) - PLATFORM_VALUES):
         agent = program.agents[reads[value]]
         bag.add(Diagnostic(NEVER_SET, f"'{value}' is read by agent '{reads[value]}' but nothing gives it a value "
                            "(no GATHER field, SET, tool result or value passed in)",

@@ -629,7 +629,7 @@ def _cross_checks(doc: Document, sections: dict[str, Node], ctx: SectionContext,
         line = node.children[0] if node.item and node.children else node
         if line.key is None and line.value and "(" in line.value:
             check_signature_types(line.value, line.value_span(), ctx, gather)
-    lines = doc.text.split("\n") if doc.fmt == "abl" else []
+    lines = doc.text.split("\n")  # (a YAML rule may write BEFORE on the next line: `before:`)
     check_unset_fields(rules, ctx, lines)
     for constraint in rules.constraints:  # BEFORE calling <tool>: a tool the agent declares
         if constraint.tool and constraint.tool not in ctx.tools and constraint.tool not in ctx.names.tools:

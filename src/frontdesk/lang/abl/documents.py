@@ -222,7 +222,9 @@ def read_yaml_outline(text: str, shown: str, bag: DiagnosticBag) -> Node | None:
     def item(value) -> Node:
         span = value.span if getattr(value, "span", None) else root.span
         out = Node(key=None, value=None, span=span, item=True)
-        if isinstance(value, YMap):
+        if isinstance(value, YMap) and any(str(k.text) == "=line" for k, _ in value.pairs):
+            out.children = [line(value)]  # `- {=line: cover_price, initial: 0}`: a line with a block under it
+        elif isinstance(value, YMap):
             fill(out, value)
             # `=lines` come first in an item (`- REQUIRE x` then `ON_FAIL:`)
             out.children.sort(key=lambda c: 0 if c.key is None and not c.item else 1)
@@ -268,7 +270,8 @@ def _takes_value(key: str | None) -> bool:
 def _sugar(node: Node) -> None:
     """Hand-written YAML may say in keys what .abl says in lines: `- require: "x > 0"` (with
     `before:`), `- intent: [a, b]` + `to: agent`, `- default: agent`, `- from: a` + `to: b`. They
-    become the lines the .abl form has."""
+    become the lines the .abl form has; so does `- if: <condition>` with `respond:` beside it under
+    on_human_complete."""
     for child in node.children:
         _sugar(child)
     for index, item in enumerate(node.children):
@@ -289,13 +292,16 @@ def _sugar(node: Node) -> None:
             rest = [c for c in rest if c is not to]
         elif key == "default" and first.value and node.key and node.key.lower() == "routing":
             text = f"DEFAULT -> {first.value}"
+        elif key == "if" and first.value is not None and node.key and node.key.lower() == "on_human_complete":
+            # `- if: human.resolved == true` with respond: beside it is .abl's `- IF human.resolved == true:`
+            text = f"IF {first.value}:"
         elif key == "from" and any((c.key or "").lower() == "to" for c in rest):
             to = next(c for c in rest if (c.key or "").lower() == "to")
             text = f"FROM {first.value} TO {to.text}:"
             rest = [c for c in rest if c is not to]
         if text is not None:
             head = Node(key=None, value=text, span=first.span, value_column=first.value_column)
-            if key == "from":
+            if key in ("from", "if"):
                 head.children, rest = rest, []
             item.children = [head, *rest]
 

@@ -66,8 +66,8 @@ def _variant(prop: Node) -> tuple[str, Node] | None:
     space, is a bare line to the outline reader)."""
     if prop.item:
         return None
-    if prop.key is not None:
-        return key(prop), prop
+    if prop.key is not None:  # (a YAML key may write VOICE INSTRUCTIONS with its space)
+        return re.sub(r"\s+", "_", key(prop).strip()), prop
     found = _VOICE_LINE.fullmatch(prop.text)
     if not found:
         return None
