@@ -4,8 +4,11 @@ the comparison, on one held-out dialogue and on small synthetic lines."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 DIFFERENTIAL = ROOT / "bench" / "differential"
@@ -112,26 +115,15 @@ def test_every_explanation_rule_points_at_a_section_of_the_semantics_document():
     assert len(rules) >= 10 and len({r["id"] for r in rules}) == len(rules)
 
 
-def test_a_rule_naming_no_section_is_refused(tmp_path):
+@pytest.mark.parametrize(("rule", "named"), [
+    ("doc: No such heading", "No such heading"),  # a rule pointing at nothing
+    ("doc: Steps\n    first: {errror: boom}", "first.errror"),  # a rule with an unknown condition key
+])
+def test_a_rule_naming_no_section_or_a_misspelt_condition_is_refused(tmp_path, rule, named):
     bad = tmp_path / "rules.yml"
-    bad.write_text("rules:\n  - id: x\n    doc: No such heading\n", encoding="utf-8")
-    try:
+    bad.write_text(f"rules:\n  - id: x\n    {rule}\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=re.escape(named)):
         compare.load_rules(bad, ROOT / "docs" / "adl-semantics.md")
-    except ValueError as exc:
-        assert "No such heading" in str(exc)
-    else:
-        raise AssertionError("a rule pointing at nothing was accepted")
-
-
-def test_a_rule_with_a_misspelt_condition_is_refused(tmp_path):
-    bad = tmp_path / "rules.yml"
-    bad.write_text("rules:\n  - id: x\n    doc: Steps\n    first: {errror: boom}\n", encoding="utf-8")
-    try:
-        compare.load_rules(bad, ROOT / "docs" / "adl-semantics.md")
-    except ValueError as exc:
-        assert "first.errror" in str(exc)
-    else:
-        raise AssertionError("a rule with an unknown condition key was accepted")
 
 
 def _line(turn, bot, error=None, ended=False):

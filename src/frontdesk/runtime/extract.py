@@ -19,6 +19,9 @@ NO = {"no", "nope", "nah", "false", "n", "not really", "never"}
 NUMBER_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
                 "nine": 9, "ten": 10, "eleven": 11, "twelve": 12}
 PATTERN_TYPES = ("email", "phone", "number", "integer", "boolean", "date", "datetime")
+# a length of stay ("for 2 nights", "for a week"): how long, not how many of something
+_STAY_COUNTS = {**NUMBER_WORDS, "a": 1, "an": 1}
+STAY_LENGTH = re.compile(rf"\b(?:for\s+)?(\d{{1,3}}|{'|'.join(_STAY_COUNTS)})\s+(night|day|week)s?\b", re.IGNORECASE)
 # a day counted from today ("in 3 days", "2 weeks from now"): a date, not a number of something
 RELATIVE_DATE = re.compile(r"(?i)\bin\s+\d+\s+(?:day|week|month|year)s?\b|"
                            r"\b\d+\s+(?:day|week|month|year)s?\s+(?:from\s+now|from\s+today|later|ago)\b")
@@ -58,16 +61,24 @@ def extract_values(text: str, fields: dict[str, str], now: datetime | None = Non
             dateless = RELATIVE_DATE.sub(" ", dateless)
             # "for 2 nights" is a length of stay (the dates' business), not 2 of what a number field counts,
             # unless the field counts those very units (`nights`)
-            units = "|".join(u for u in ("night", "day", "week") if not any(u in n for n in
-                                                                              by_type.get("number", []) + by_type.get("integer", [])))
-            if units:
-                dateless = re.sub(rf"\b(?:for\s+)?(?:\d{{1,3}}|one|two|three|four|five|six|seven|eight|nine|ten|a|an)\s+"
-                                  rf"(?:{units})s?\b", " ", dateless, flags=re.IGNORECASE)
+            counted = by_type.get("number", []) + by_type.get("integer", [])
+            dateless = STAY_LENGTH.sub(lambda m: m.group(0) if any(m.group(2).lower() in n for n in counted)
+                                       else " ", dateless)
     for kind, names in by_type.items():
         values = _values(dateless if kind in ("number", "integer") else text, kind, now)
         for name, value in zip(names, values):
             found[name] = value
     return found
+
+
+def stay_days(text: str) -> int | None:
+    """The days a length of stay says ("for 2 nights" 2, "for a week" 7), or None."""
+    found = next((m for m in STAY_LENGTH.finditer(text or "") if m.group(0)[:3].lower() == "for"), None)
+    if found is None:
+        return None
+    said = found.group(1).lower()
+    count = int(said) if said.isdigit() else _STAY_COUNTS[said]
+    return count * 7 if found.group(2).lower() == "week" else count
 
 
 def _values(text: str, kind: str, now: datetime | None) -> list[Any]:

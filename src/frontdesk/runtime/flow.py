@@ -44,6 +44,7 @@ from frontdesk.runtime.extract import (
     says_correction,
     short_answer,
     spans,
+    stay_days,
     value_named,
 )
 from frontdesk.runtime.handoff import keep_passed, receiver_context
@@ -74,10 +75,6 @@ register_event_type("args_read", "one user message read for the flow's arguments
 register_event_type("gather_validation", "a gathered value failed its validation and was cleared", ("field", "kind"))
 SHORT_ANSWER_WORDS = 4
 HANDOFFS_FIRED = "handoffs_fired"  # frame.locals: the agents a HANDOFF WHEN handed over to in this activation
-_NUMBER_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
-                 "ten": 10, "a": 1, "an": 1}
-_STAY = re.compile(r"\bfor\s+(\d{1,3}|one|two|three|four|five|six|seven|eight|nine|ten|a|an)\s+(nights?|days?|weeks?)\b",
-                   re.IGNORECASE)
 # text fields whose value is the user's own words, taken whole (up to FREE_TEXT_WORDS) with no model to read them
 _FREE_TEXT = re.compile(r"(?:^|_)(description|details?|reason|notes?|comments?|message|issue|problem|summary|"
                         r"explanation|feedback|complaint|request|address|instructions|symptoms?|what_happened)(?:_|$)")
@@ -701,19 +698,14 @@ class FlowExecutor:
         or weeks the message says (read only when the message gives no second date itself)."""
         if len(dates) < 2 or found.get(dates[1]) is not None:
             return found
-        length = _STAY.search(message)
+        days = stay_days(message)
         start = found.get(dates[0]) or ctx.values(frame.agent).get(dates[0])
-        if length is None or not isinstance(start, str):
+        if not days or not isinstance(start, str):
             return found
-        said = length.group(1).lower()
-        count = int(said) if said.isdigit() else _NUMBER_WORDS.get(said)
         try:
             begin = date.fromisoformat(start[:10])
         except ValueError:
             return found
-        if not count:
-            return found
-        days = count * 7 if length.group(2).lower().startswith("week") else count
         return {**found, dates[1]: (begin + timedelta(days=days)).isoformat()}
 
     @staticmethod

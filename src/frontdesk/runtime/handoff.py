@@ -234,17 +234,9 @@ def receiver_context(ctx: TurnContext, owner: str, handoff: Handoff, child: Fram
     strategy = handoff.history or "none"
     if child.kind == "remote":  # what the first request to its service carries (runtime/remote.py)
         summary = ctx.render(handoff.summary, owner).strip() if handoff.summary is not None else ""
-        history = ctx.state.history
-        if history and history[-1].role == "user" and ctx.input.text is not None:
-            history = history[:-1]  # the turn's message goes as the request's message
-        if strategy == "full":
-            earlier = prompts.history_messages(history, 0)
-        elif strategy.startswith("last_n:") and _last_n(strategy, ctx):
-            earlier = prompts.history_messages(history, _last_n(strategy, ctx))
-        else:
-            earlier = []
+        earlier = _earlier_messages(ctx, strategy)  # the turn's message goes as the request's message
         child.data.context = {"from": owner, "passed": passed, "summary": summary if strategy != "none" else "",  # type: ignore[union-attr]
-                              "history": [m.model_dump(exclude_none=True) for m in earlier]}
+                              "history": earlier}
         ctx.log.emit("handoff_context", owner, target=handoff.agent, passed=passed, history=strategy,
                      messages=len(earlier))
         return
@@ -257,17 +249,7 @@ def receiver_context(ctx: TurnContext, owner: str, handoff: Handoff, child: Fram
         summary = ctx.render(handoff.summary, owner)
         if summary.strip():
             messages.append({"role": "system", "content": f"Handed over by {owner}: {summary.strip()}"})
-    history = ctx.state.history
-    if history and history[-1].role == "user" and ctx.input.text is not None:
-        history = history[:-1]  # the turn's message is added below, whatever the strategy
-    if strategy == "full":
-        earlier = prompts.history_messages(history, 0)
-    elif strategy.startswith("last_n:"):
-        count = _last_n(strategy, ctx)
-        earlier = prompts.history_messages(history, count) if count else []
-    else:  # none, summary_only: no earlier messages
-        earlier = []
-    messages += [m.model_dump(exclude_none=True) for m in earlier]
+    messages += _earlier_messages(ctx, strategy)  # the turn's message is added below, whatever the strategy
     if ctx.input.text is not None:
         messages.append({"role": "user", "content": ctx.input.text})
     child.data.messages = messages  # type: ignore[union-attr]
@@ -275,12 +257,25 @@ def receiver_context(ctx: TurnContext, owner: str, handoff: Handoff, child: Fram
                  messages=len(messages))
 
 
-def _last_n(strategy: str, ctx: TurnContext) -> int:
-    """N of a `last_n:N` history strategy (the program's history window when N is not a number)."""
-    try:
-        return max(0, int(strategy.split(":", 1)[1]))
-    except ValueError:
-        return ctx.program.settings.history_window
+def _earlier_messages(ctx: TurnContext, strategy: str) -> list[dict]:
+    """The messages before the turn's own that a history strategy hands over: all of them (full), the
+    last N (last_n:N; the program's history window when N is not a number), or none (none,
+    summary_only)."""
+    history = ctx.state.history
+    if history and history[-1].role == "user" and ctx.input.text is not None:
+        history = history[:-1]  # the turn's message is not an earlier one
+    if strategy == "full":
+        count = 0  # history_messages: 0 is all of them
+    elif strategy.startswith("last_n:"):
+        try:
+            count = max(0, int(strategy.split(":", 1)[1]))
+        except ValueError:
+            count = ctx.program.settings.history_window
+        if not count:
+            return []
+    else:
+        return []
+    return [m.model_dump(exclude_none=True) for m in prompts.history_messages(history, count)]
 
 
 # ---- handing back to the parent (RETURN: true, ABL 3.10) ------------------------------------------------

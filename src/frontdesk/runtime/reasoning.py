@@ -682,16 +682,10 @@ def completion_conditions(agent: ReasoningAgent) -> list[str]:
 
 
 def complete_holds(agent: ReasoningAgent, frame: Frame, ctx: TurnContext) -> bool:
-    """Whether one of the agent's COMPLETE conditions holds now (one that fails to evaluate does not)."""
-    for rule in agent.rules.complete:
-        if not isinstance(rule.when, ExprCondition):
-            continue
-        try:
-            if is_true(ctx.eval(rule.when.expr, agent.name, frame)):
-                return True
-        except EvalError:
-            continue
-    return False
+    """Whether one of the agent's COMPLETE conditions holds now (one that fails to evaluate does not: an
+    `error` event says why, as when the loop checks them)."""
+    return any(ctx.holds(rule.when, agent.name, frame, where="completion", failure="error") is True
+               for rule in agent.rules.complete)
 
 
 def named_message(ctx: TurnContext, agent: ReasoningAgent, name: str) -> str | None:

@@ -245,20 +245,20 @@ class RouterExecutor:
         goal and examples) the message uses most, when one leads; else None (DEFAULT, or the fallback)."""
         options = ctx.agent_options(names)
         scores = keyword_scores(ctx.input.text or "", options)
-        # equal scores: the member whose word comes first in the message ("renew a book": renew)
         first = first_term_positions(ctx.input.text or "", options)
-        ranked = sorted(scores.items(), key=lambda item: (-item[1], first.get(item[0], 10**6)))
-        if len(ranked) > 1 and ranked[0][1] > 0 and ranked[0][1] == ranked[1][1] \
-                and first.get(ranked[0][0], 10**6) < first.get(ranked[1][0], 10**6):
-            ranked[0] = (ranked[0][0], ranked[0][1] + WORDS_MARGIN)  # the earlier word decides the tie
-        if not ranked or ranked[0][1] <= 0 or (len(ranked) > 1 and ranked[0][1] - ranked[1][1] < WORDS_MARGIN):
+        # the higher score; on equal scores, the member whose word comes first in the message ("renew a book")
+        ranked = sorted(scores, key=lambda name: (-scores[name], first.get(name, 10**6)))
+        best = ranked[0] if ranked else None
+        runner_up = ranked[1] if len(ranked) > 1 else None
+        margin = scores[best] - (scores[runner_up] if runner_up else 0.0) if best else 0.0
+        earlier = runner_up is not None and margin == 0 and first.get(best, 10**6) < first.get(runner_up, 10**6)
+        if best is None or scores[best] <= 0 or (runner_up is not None and margin < WORDS_MARGIN and not earlier):
             ctx.log.emit("step", router.name, action="no member's words lead (no model to ask)",
-                         scores={k: round(v, 3) for k, v in ranked[:3]})
+                         scores={k: round(scores[k], 3) for k in ranked[:3]})
             return None
-        ctx.log.emit("route_decided", router.name, agent=ranked[0][0], by="keywords (no model)",
-                     score=round(ranked[0][1], 3), margin=round(ranked[0][1] - (ranked[1][1] if len(ranked) > 1
-                                                                             else 0.0), 3))
-        return ranked[0][0]
+        ctx.log.emit("route_decided", router.name, agent=best, by="keywords (no model)", score=round(scores[best], 3),
+                     margin=round(margin, 3), **({"tie": "its word comes first"} if earlier else {}))
+        return best
 
     @staticmethod
     def _dropped_task(frame: Frame, ctx: TurnContext, names: set[str]) -> str | None:

@@ -157,7 +157,7 @@ def _shared_memory_paths(docs: dict[str, Document]) -> set[str]:
 
     paths: set[str] = set()
     for doc in docs.values():
-        memory = next((n for n in doc.sections() if n.key and n.key.upper() == "MEMORY"), None)
+        memory = doc.root.get("MEMORY")
         persistent = memory.get("persistent") if memory is not None else None
         if persistent is None:
             continue
@@ -181,7 +181,7 @@ def _remote_agents(docs: dict[str, Document], bag: DiagnosticBag
     broken: set[str] = set()
     for doc in docs.values():
         ctx = SectionContext(bag=bag, file=doc.shown, agent=doc.name, fmt=doc.fmt)
-        section = next((n for n in doc.sections() if n.key and n.key.upper() == "HANDOFF"), None)
+        section = doc.root.get("HANDOFF")
         for item in section.items() if section is not None else []:
             target, remote = item.get("TO"), item.get("remote")
             if target is None or remote is None or not target.value:

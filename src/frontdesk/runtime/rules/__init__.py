@@ -82,11 +82,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from frontdesk.runtime.pipeline import Finishing, IncomingMessage, Outgoing, PendingHandoff, PendingToolCall
 
 __all__ = [
-    "rule_moves",
     "BLOCKED", "CHANNEL_VARIANTS", "CONSTRAINT_BLOCKED", "COUNTERS", "ESCALATION_NOTICE", "MAX_REDRIVES",
     "MESSAGE_NAMES", "NOT_ALLOWED", "REDACTED", "RulesHook", "Violation", "action_text", "active_profiles",
     "added_tools", "after_error", "declares_rules", "effective_profile", "find_template", "hidden_tools",
-    "memory_context", "message", "profile_instructions", "remember", "render_named", "render_text",
+    "memory_context", "message", "profile_instructions", "remember", "render_named", "render_text", "rule_moves",
     "step_checkpoint", "system_vars", "template_variant",
 ]
 
