@@ -1,8 +1,7 @@
 """The held-out ABL corpus (tests/abl_heldout/, issue 26): 6 projects in both forms, 30 single-defect
 files and 12 conversation tests written from the specification alone by an author who never read the
 code. Each valid project checks with no error; each defect is reported at its line with its severity;
-each conversation case passes, except the checks named in DIFFERENT_READING, where the author read the
-specification otherwise than docs/abl-semantics.md does (each with the rule's heading there).
+each conversation case passes.
 bench/abl_heldout.py prints the same as a scorecard."""
 
 from __future__ import annotations
@@ -25,24 +24,6 @@ PROJECTS = sorted(p / form for p in (CORPUS / "projects").iterdir() if p.is_dir(
 DEFECTS = sorted(p for p in (CORPUS / "defects").iterdir() if p.name[:3].isdigit())
 CASES = [(path, index, case.name) for path in sorted((CORPUS / "conversations").glob("*.yml"))
          for index, case in enumerate(load_test_file(path).cases)]
-
-# "A member that completes under a supervisor" (docs/abl-semantics.md, "Where the specification leaves
-# room"): the author expects the session to end when a member agent completes; here the supervisor takes
-# the conversation back and waits for the next request. Only the `ended: true` check of these cases differs.
-MEMBER_COMPLETES = "the conversation has not ended"
-DIFFERENT_READING = {
-    "02_rental_corrections": MEMBER_COMPLETES,
-    "cover_is_quoted_by_the_sub_agent_and_added_to_the_booking": MEMBER_COMPLETES,
-    "without_cover_the_sub_agent_is_not_used": MEMBER_COMPLETES,
-    "a_small_damage_claim_is_filed": MEMBER_COMPLETES,
-    "05_vet_digression_resume": MEMBER_COMPLETES,
-    "an_urgent_pet_is_handed_to_emergency_triage": MEMBER_COMPLETES,
-    "delegated_address_check_then_booking": MEMBER_COMPLETES,
-    "happy_path_books_a_table": MEMBER_COMPLETES,
-    # "WARN" (abl-semantics: a WARN constraint's message is recorded in _constraint_warnings, not said)
-    "an_overdue_loan_is_renewed_with_a_warning": "this loan is overdue, so a late fee still applies.",
-}
-
 
 @pytest.fixture(scope="module")
 def runner():
@@ -85,8 +66,4 @@ def test_every_conversation_passes(case, runner):
     path, index, name = case
     result = runner.run(load_test_file(path).cases[index])
     problems = [f.message for f in result.failures]
-    expected = DIFFERENT_READING.get(name)
-    if expected is None:
-        assert problems == [], "\n".join(problems)
-    else:  # only the check whose reading differs fails
-        assert problems and all(expected in p for p in problems), "\n".join(problems)
+    assert problems == [], f"{name}: " + "\n".join(problems)

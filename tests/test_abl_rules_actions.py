@@ -219,7 +219,7 @@ def test_warn_records_a_constraint_warning_and_goes_on(tmp_path):
     eng, _, sid = run(tmp_path, '''  - WARN qty <= 3
     ON_FAIL: "Large order."''')
     result = eng.send(sid, "4")
-    assert texts(result) == ["Order 4? (yes/no)"]
+    assert texts(result) == ["Large order.", "Order 4? (yes/no)"]  # said before the turn's question
     state = eng.load_state(sid)
     assert state.system["_constraint_warnings"] == ["Large order."]
     assert "constraint_failures" not in state.system  # a soft failure is no violation

@@ -14,6 +14,7 @@ import pytest
 
 from frontdesk.lang import load_program
 from frontdesk.llm.scripted import ScriptedProvider
+from frontdesk.runtime.engine import ENDED_REPLY
 from frontdesk.runtime.escalation import HOLDING_REPLY
 from frontdesk.runtime.handoff import RETURN_TO_PARENT
 from frontdesk.testing import run_conversation
@@ -360,11 +361,11 @@ def test_support_hub_says_goodbye_without_asking_for_more(monkeypatch, tmp_path)
     run = run_conversation(program, ["what's my balance?", "thanks, that's all", "and my balance again?"], llm)
     said = [[m.text for m in turn.messages] for turn in run.turns[1:]]
     assert said == [
+        # the hub's COMPLETE (Farewell this turn) does not hold: it asks for the next request
         ["Your checking account balance is 1250 EUR.", "Is there anything else I can help with?"],
         ["You're welcome! Glad I could help. Have a good day."],  # no "anything else?" after goodbye
-        # a later task is asked about again: the goodbye's mark is of its own turn only
-        ["Your checking account balance is 1250 EUR.", "Is there anything else I can help with?"],
+        [ENDED_REPLY],  # the hub's job is done: the goodbye ended the conversation
     ]
+    assert [t.ended for t in run.turns[1:]] == [False, True, True]
     state = run.engine.load_state(run.session_id)
     assert state.variables["session"]["closed_at"] == 2  # Farewell's ON_RETURN map, read by COMPLETE
-    llm.assert_finished()

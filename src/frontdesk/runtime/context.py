@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -34,6 +35,9 @@ from frontdesk.runtime.tools.confirmation import gate
 
 __all__ = ["BotMessage", "ChildResult", "NO_LLM_MESSAGE", "Outcome", "OutcomeKind", "SpeculationStop",
            "TurnContext", "TurnInput", "TurnPreempted"]
+
+# a message that asks something: it ends on a question mark (before a hint such as "(yes/no)")
+ENDS_ON_QUESTION = re.compile(r"\?\W*(\([^()]*\)\W*)?$")
 
 NO_LLM_MESSAGE = (
     "no LLM is configured: set FRONTDESK_LLM_BASE_URL (and FRONTDESK_LLM_API_KEY, FRONTDESK_LLM_MODEL) "
@@ -392,6 +396,21 @@ class TurnContext:
         if frame is not None:
             frame.last_prompt = text
             frame.said_since_start = True
+
+    def note(self, agent: str | None, text: str) -> None:
+        """Draft a remark about where things stand (a WARN rule's message): said once a turn, before the
+        question the turn ends on, when it does, so that the question stays the last thing the user reads."""
+        text = text.strip()
+        if not text or any(m.text == text for m in self.said):
+            return
+        last = self.said[-1] if self.said else None
+        self.say(agent, text)
+        if last is not None and ENDS_ON_QUESTION.search(last.text):
+            note = self.said.pop()
+            self.said.insert(len(self.said) - 1, note)
+            history = self.state.history
+            history.remove(note.item)
+            history.insert(history.index(last.item), note.item)
 
     def speaker(self, agent: str | None) -> str | None:
         """The name the user sees for what `agent` says (ReasoningAgent.shown_as, else its own)."""

@@ -46,6 +46,7 @@ from frontdesk.runtime.policies import (
     switch_candidates,
 )
 from frontdesk.runtime.preclassify import PipelineConfig
+from frontdesk.runtime.rules.templates import message
 from frontdesk.runtime.state import Frame, RouterData
 from frontdesk.runtime.steps import Done
 
@@ -56,6 +57,7 @@ LAST_MEMBER = "last"  # RouterData.decisions: the member the router handed a mes
 # A member suspended longer ago than this (in user turns) is not resumed unasked: the router offers it.
 STALE_AFTER_TURNS = 3
 ANYTHING_ELSE = "Is there anything else I can help you with?"
+ANYTHING_ELSE_MESSAGE = "anything_else"  # the MESSAGES entry that words it (ABL 3.5.3)
 ASKED = "\0asked"  # _choose asked the user a clarifying question instead of choosing
 CLARIFY_FLOOR = 0.2  # an agent this far from the message is not offered in a clarifying question
 # With no LLM to ask, an unsure routing decision is still taken when the message is this close to
@@ -456,9 +458,28 @@ class RouterExecutor:
         ctx.log.emit("thread_return", child.agent, thread=child.frame_id, reason="completed", to=router.name)
         handoff_returned(ctx, router.name, member.handoff, child)
         frame.data.decisions["completed"] = child.agent  # type: ignore[union-attr]
+        frame.data.decisions["completed_status"] = child.status  # type: ignore[union-attr]
+
+    def _job_done(self, frame: Frame, completed: str, status: str, ctx: TurnContext) -> Outcome | None:
+        """A member ended and nothing waits: is the supervisor's job done (abl-semantics, "A member that
+        completes under a supervisor")? With COMPLETE rules, when one holds; with none, when the member
+        it routed the request to ended with success. Done, the supervisor ends (the session with it when
+        it is the entry agent); otherwise it waits for the next request."""
+        router: RouterAgent = ctx.program.agents[frame.agent]  # type: ignore[assignment]
+        if router.rules.complete:
+            if not self._complete_rules(frame, ctx):
+                return None
+            reason = "a COMPLETE condition holds"
+        elif status == "success":
+            reason = f"{completed} completed the request"
+        else:
+            return None
+        ctx.log.emit("step", router.name, action="job done", reason=reason)
+        return Done(status="success", message=reason)
 
     def _complete_rules(self, frame: Frame, ctx: TurnContext) -> bool:
-        """The supervisor's COMPLETE rules (`handoff.completed == true`): the first that holds says its words."""
+        """The supervisor's COMPLETE rules (`handoff.completed == true`): the first that holds says its words
+        (and the supervisor's job is done)."""
         router: RouterAgent = ctx.program.agents[frame.agent]  # type: ignore[assignment]
         rules = router.rules
         if not rules.complete:
@@ -485,6 +506,7 @@ class RouterExecutor:
     def _after_message(self, frame: Frame, ctx: TurnContext) -> Outcome:
         """The user's message is dealt with: go back to an interrupted task, or wait."""
         completed = frame.data.decisions.pop("completed", None)  # a member ended this turn
+        status = frame.data.decisions.pop("completed_status", "success")
         if ctx.orchestration.get("goodbye") == frame.agent and ctx.input.text is not None:
             # a member answered the user's goodbye: nothing interrupted comes back after it
             return self._exit(ctx.program.agents[frame.agent], frame, ctx)  # type: ignore[arg-type]
@@ -496,9 +518,12 @@ class RouterExecutor:
             if check_triggers(ctx):  # an ESCALATE trigger holds now: a person, not "anything else?"
                 frame.waiting = True
                 return Outcome.wait()
-        if completed is not None and self._complete_rules(frame, ctx):
-            frame.waiting = True
-            return Outcome.wait()
+            done = self._job_done(frame, completed, status, ctx)
+            if done is not None:
+                return done
+            if not (ctx.said and ctx.said[-1].text.rstrip().endswith("?")):
+                # its job goes on: the next request is the user's (unless the member ended on a question)
+                ctx.say(frame.agent, message(ctx, frame.agent, ANYTHING_ELSE_MESSAGE, ANYTHING_ELSE), frame)
         if ctx.input.text is not None and not ctx.said:
             # An agent finished on the message without a word: the user still gets an answer.
             ctx.say(frame.agent, ANYTHING_ELSE, frame)

@@ -115,6 +115,7 @@ def compile_documents(docs: list[Document], bag: DiagnosticBag, entry: str | Non
                 if c.key is not None and c.key.upper() != "BEHAVIOR_PROFILE"}
     names.agents = set(agents_docs)
     names.memory_paths = _shared_memory_paths(agents_docs)
+    names.agent_tools = _declared_tools(agents_docs)
     remotes, broken = _remote_agents(agents_docs, bag)
     names.agents |= set(remotes) | broken  # a broken remote: its error is said once, not again where it is named
     tools: dict[str, ToolDef] = {}
@@ -165,6 +166,15 @@ def _shared_memory_paths(docs: dict[str, Document]) -> set[str]:
         _persistent(persistent, scratch, AgentRules())
         paths |= scratch.memory_paths
     return paths
+
+
+def _declared_tools(docs: dict[str, Document]) -> dict[str, set[str]]:
+    """The tools each agent declares in its TOOLS section (a first reading keeping no diagnostics)."""
+    declared: dict[str, set[str]] = {}
+    for name, doc in docs.items():
+        scratch = SectionContext(bag=DiagnosticBag(), file=doc.shown, agent=name, fmt=doc.fmt)
+        declared[name] = {t.name for t in _agent_tools(doc.root.get("TOOLS"), scratch, {})}
+    return declared
 
 
 _ENV_HOLE = re.compile(r"\{\{\s*(env\.)?([A-Za-z_]\w*)\s*\}\}")
@@ -952,8 +962,14 @@ def _handoff_of(item: Node, name: str, ctx: SectionContext) -> Handoff:
     returned = item.get("ON_RETURN")
     if returned is not None:
         mapping = returned.get("map")
-        for entry in mapping.entries() if mapping is not None else []:
-            on_return[entry.key] = ctx.value(entry)
+        # read in the agent that ended: its tools' results are names there (`track.status`)
+        lent = ctx.names.agent_tools.get(name, set()) - ctx.tools
+        ctx.tools |= lent
+        try:
+            for entry in mapping.entries() if mapping is not None else []:
+                on_return[entry.key] = ctx.value(entry)
+        finally:
+            ctx.tools -= lent
         if returned.value or returned.get("action") is not None:
             extra["on_return"] = returned.text or ctx.text(returned.get("action"))
     for key in ("async", "asyncTimeout", "remote"):

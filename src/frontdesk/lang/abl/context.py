@@ -36,6 +36,9 @@ class Names:
     # persistent memory paths some agent of the project declares (user., project., workflow. memory is
     # shared: an agent that does not declare one reads it as memory too, not as a session value)
     memory_paths: set[str] = field(default_factory=set)
+    # the tools each agent declares in its TOOLS (an ON_RETURN map reads the results of the agent it
+    # names: `track.status` is the result of that agent's `track`)
+    agent_tools: dict[str, set[str]] = field(default_factory=dict)
 
 
 @dataclass

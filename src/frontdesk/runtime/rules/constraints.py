@@ -20,9 +20,10 @@ ESCALATE (the session is escalated), HANDOFF / DELEGATE (the agent named takes t
 (the turn's drafts are dropped) and the structured RESPOND / COLLECT (the fields are cleared and asked
 again) / RETRY (the current step runs again) / GOTO (the flow goes to that step). Each such failure adds
 one to `constraint_failures` (8.8: the count of violations). A failed WARN rule is a soft failure:
-its ON_FAIL text goes to `_constraint_warnings` (8.8: "warning messages from soft constraint failures")
-and a `warning` event, nothing else happens and `constraint_failures` does not change; its
-`constraint_check` event has `passed: false, soft: true`.
+its ON_FAIL text is said (once a turn, before the question the turn ends on) and goes to
+`_constraint_warnings` (8.8: "warning messages from soft constraint failures") and a `warning` event;
+nothing else happens and `constraint_failures` does not change; its `constraint_check` event has
+`passed: false, soft: true`.
 """
 
 from __future__ import annotations
@@ -105,6 +106,8 @@ def check(ctx: TurnContext, agent: str, constraint: Constraint, extras: dict[str
         if text not in warnings:
             set_system(ctx, agent, "_constraint_warnings", [*warnings, text], why="WARN")
         ctx.log.emit("warning", agent, where="constraint", message=f"WARN {constraint.source}: {text}")
+        if constraint.on_fail is not None and (constraint.on_fail.respond is not None or constraint.on_fail.template):
+            ctx.note(agent, text)  # its ON_FAIL message is for the user (3.8.3), once a turn
         return None
     set_system(ctx, agent, "constraint_failures", int(system.get("constraint_failures") or 0) + 1,
                why=f"{constraint.source} failed")
