@@ -420,7 +420,7 @@ class Served:
         self.log = open(self.work / f"serve-{self.name}-{self.port}.log", "wb")
         self.proc = subprocess.Popen(
             self.runner.cmd("serve", str(self.program), "--port", str(self.port), "--llm", self.llm,
-                            "--store", str(store)),
+                            *(["--no-embeddings"] if self.llm == "none" else []), "--store", str(store)),
             stdout=self.log, stderr=subprocess.STDOUT, env=env, cwd=str(self.work), start_new_session=True)
         self.base = f"http://127.0.0.1:{self.port}"
         deadline = time.monotonic() + 120

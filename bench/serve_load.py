@@ -123,7 +123,7 @@ class Server:
         env = {**os.environ, "FRONTDESK_API_TOKENS": TOKEN, "FRONTDESK_BENCH_TOOL_SECONDS": str(tool_seconds)}
         env.pop("FRONTDESK_OTEL_EXPORTER", None)
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "frontdesk.cli", "serve", str(folder), "--llm", "none",
+            [sys.executable, "-m", "frontdesk.cli", "serve", str(folder), "--llm", "none", "--no-embeddings",
              "--host", "127.0.0.1", "--port", str(self.port), "--store", store_url, "--max-turns", "100000"],
             cwd=workdir, env=env, stdout=self._log, stderr=subprocess.STDOUT)
 

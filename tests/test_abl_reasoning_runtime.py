@@ -234,7 +234,7 @@ def test_several_fields_in_one_message_are_checked_against_their_types_and_kept(
         {"purpose": "reason", "reply": "Thanks. Anything else?"},
     ])
     sid = eng.start(channel="test").session_id
-    result = eng.send(sid, "POL-7, fire on 20 November, about 1200 euros")
+    result = eng.send(sid, "POL-7, fire on 20 November, about 1200 euros (or is it POL-777 and 9000?)")
     state = eng.load_state(sid)
     values = state.variables["session"]
     assert values["amount"] == 1200 and values["incident_date"] == "2026-11-20" and values["incident_type"] == "fire"
@@ -256,7 +256,7 @@ def test_the_loop_stops_at_execution_max_iterations_with_a_fallback_reply(tmp_pa
                                                                         "incident_type": "fire"}}
     eng, llm, tools = engine(tmp_path, [looping, looping, looping, {"purpose": "reason", "reply": "Hello again."}])
     sid = eng.start(channel="test").session_id
-    result = eng.send(sid, "is a fire covered?")
+    result = eng.send(sid, "is a fire covered on POL-123?")
     assert len(llm.calls) == 4 and len(tools.calls) == 3  # EXECUTION max_iterations: 3
     exceeded = of(result, "max_iterations_exceeded")
     assert exceeded and exceeded[0].data["limit"] == 3

@@ -3,7 +3,6 @@ and patterns that fail at run time are events, never tracebacks (runtime/rules/)
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 from frontdesk.lang.abl.compiler import load_abl
@@ -212,9 +211,9 @@ def test_a_catastrophic_pattern_is_stopped_by_the_time_limit(tmp_path):
     kind: input
     check: "abl.matches_pattern(content, '(x+x+)+y')"
     action: block''')
-    started = time.monotonic()
+    # the stdlib `re` takes practically for ever on this; how long the turn takes is measured by
+    # bench/catastrophic_pattern.py (a timing belongs in a benchmark, not in a test on a shared machine)
     result = eng.send(sid, "x" * 5000)
-    assert time.monotonic() - started < 5  # the stdlib `re` takes practically for ever on this
     assert texts(result)[0].startswith("You said: xxx")
     slow = [e for e in kinds(result, "error") if "took more than" in e.data.get("message", "")]
     assert {e.data["where"] for e in slow} == {"guardrail slow", "guardrail slow_check"}

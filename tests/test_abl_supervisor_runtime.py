@@ -277,7 +277,7 @@ def test_credit_card_balance_digression_resumes_the_waiting_thread(tmp_path):
     ]
     llm = ScriptedProvider(script)
     run = run_conversation(_program(tmp_path, HUB),
-                           ["I need to pay my credit card", "what's my balance?", "100 please"], llm)
+                           ["I need to pay my credit card", "what's my balance? the app said 1250", "100 please"], llm)
     said = _said(run)
     assert said.index("Your balance is 1250 EUR.") < len(said) - 1
     assert "How much would you like to pay?" in said[said.index("Your balance is 1250 EUR."):]  # re-asked
@@ -298,7 +298,7 @@ def test_credit_card_balance_digression_resumes_the_waiting_thread(tmp_path):
     seen = [m.content or "" for m in balance_request.messages]
     assert not any("Customer Ada wants their balance." in s for s in seen)
     assert not any("I need to pay my credit card" in s for s in seen)
-    assert [m.content for m in balance_request.messages if m.role == "user"] == ["what's my balance?"]
+    assert [m.content for m in balance_request.messages if m.role == "user"] == ["what's my balance? the app said 1250"]
     assert _events(run, "handoff_context")[-1]["data"]["history"] == "none"
     # ON_RETURN map and handoff.completed
     done = [e["data"] for e in _events(run, "handoff_completed")]
@@ -553,8 +553,9 @@ def test_reasoning_handoff_with_return_maps_the_result_back_and_delegate_returns
         {"purpose": "reason", "expect": "R-9", "reply": "Booked: receipt R-9."},
     ]
     llm = ScriptedProvider(script)
-    run = run_conversation(_program(tmp_path, BOOKING), ["Book the sea-view room and check my points"], llm)
+    run = run_conversation(_program(tmp_path, BOOKING), ["Book the sea-view room, 300 EUR, receipt R-9, and check my points: 120, gold tier"], llm)
     assert _said(run)[-1] == "Booked: receipt R-9."
+    # (the values the scripted model sets are in the user's words: a value nobody gave is refused)
     # DELEGATE RETURNS {points}: the loyalty agent's tier is not fed back
     delegated = [m.content for m in llm.calls[3].messages if m.role == "tool"]
     assert any('"points": 120' in c for c in delegated) and not any("gold" in c for c in delegated)

@@ -211,15 +211,15 @@ def test_a_script_on_a_continued_session_is_checked_from_where_the_session_is(tm
             events:
               - {type: input_taken, agent: main}
     """), encoding="utf-8")
-    first = frontdesk("chat", "agents.yml", "--store", "s.sqlite3", "--llm", "none", stdin="first\n", cwd=tmp_path)
+    first = frontdesk("chat", "agents.yml", "--store", "s.sqlite3", "--llm", "none", "--no-embeddings", stdin="first\n", cwd=tmp_path)
     assert first.returncode == 0, first.stderr
     session = next(line.split()[-1] for line in first.stderr.splitlines() if "frontdesk trace" in line)
-    again = frontdesk("chat", "agents.yml", "--store", "s.sqlite3", "--llm", "none", "--session", session,
+    again = frontdesk("chat", "agents.yml", "--store", "s.sqlite3", "--llm", "none", "--no-embeddings", "--session", session,
                       "--script", "more.yml", cwd=tmp_path)
     assert "script checks passed (3 expectations)" in again.stderr, again.stderr
     assert again.returncode == 0
     (tmp_path / "wrong.yml").write_text("steps:\n  - user: fourth\n    bot_contains: Nope.\n", encoding="utf-8")
-    wrong = frontdesk("chat", "agents.yml", "--store", "s.sqlite3", "--llm", "none", "--session", session,
+    wrong = frontdesk("chat", "agents.yml", "--store", "s.sqlite3", "--llm", "none", "--no-embeddings", "--session", session,
                       "--script", "wrong.yml", cwd=tmp_path)
     assert wrong.returncode == 1
     # the failure is the script's first step, shown with the session's own turn (the fourth message)

@@ -45,7 +45,8 @@ def test_no_llm_with_embeddings_routes_by_the_local_model_alone(nothing_local, m
     monkeypatch.setattr(choose, "_local_understanding", lambda: (marker, "embedder"))
     models = choose_models(Program(language="adl"), "none", embeddings=True)
     assert models.llm is None and models.understanding is marker and models.embedder == "embedder"
-    assert choose_models(Program(language="adl"), "none").understanding is None  # not asked for
+    assert choose_models(Program(language="adl"), "none").understanding is marker  # on unless turned off
+    assert choose_models(Program(language="adl"), "none", embeddings=False).understanding is None
 
 
 def test_no_llm_with_embeddings_but_no_local_models_says_what_to_install(nothing_local):

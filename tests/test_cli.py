@@ -77,12 +77,12 @@ def test_chat_replays_a_script_and_trace_shows_the_session(workdir):
 
 
 def test_chat_reads_stdin_and_continues_a_session(workdir):
-    first = frontdesk("chat", str(BANK), "--store", "s.sqlite3", "--llm", "none", stdin="", cwd=workdir)
+    first = frontdesk("chat", str(BANK), "--store", "s.sqlite3", "--llm", "none", "--no-embeddings", stdin="", cwd=workdir)
     assert first.returncode == 0, first.stderr
     assert "Hello Mary Brown" in first.stdout
     assert "no LLM" in first.stderr
     session = next(line.split()[-1] for line in first.stderr.splitlines() if "frontdesk trace" in line)
-    again = frontdesk("chat", str(BANK), "--store", "s.sqlite3", "--llm", "none", "--session", session,
+    again = frontdesk("chat", str(BANK), "--store", "s.sqlite3", "--llm", "none", "--no-embeddings", "--session", session,
                       stdin="What can you do?\n", cwd=workdir)
     assert again.returncode == 0, again.stderr
     assert "you> What can you do?" in again.stdout
@@ -92,9 +92,9 @@ def test_chat_reads_stdin_and_continues_a_session(workdir):
 
 
 def test_unknown_session_and_bad_store_are_clear_errors(workdir):
-    result = frontdesk("chat", str(BANK), "--session", "nope", "--store", "memory", "--llm", "none", cwd=workdir)
+    result = frontdesk("chat", str(BANK), "--session", "nope", "--store", "memory", "--llm", "none", "--no-embeddings", cwd=workdir)
     assert result.returncode == 2 and "no session 'nope'" in result.stderr
-    result = frontdesk("chat", str(BANK), "--store", "mysql://x", "--llm", "none", cwd=workdir)
+    result = frontdesk("chat", str(BANK), "--store", "mysql://x", "--llm", "none", "--no-embeddings", cwd=workdir)
     assert result.returncode == 2 and "accepted forms" in result.stderr
 
 
@@ -196,7 +196,7 @@ FLOW:
   bye:
     RESPOND: "Goodbye."
 ''', encoding="utf-8")
-    result = frontdesk("chat", str(workdir / "desk.agent.abl"), "--llm", "none", "--trace", stdin="", cwd=workdir)
+    result = frontdesk("chat", str(workdir / "desk.agent.abl"), "--llm", "none", "--no-embeddings", "--trace", stdin="", cwd=workdir)
     assert result.returncode == 0, result.stderr
     assert "help@shop.test" not in result.stdout
     assert "Write to [REDACTED] for anything." in result.stdout
@@ -204,6 +204,7 @@ FLOW:
 
 
 @pytest.mark.local
+@pytest.mark.smollm2
 def test_chat_holds_an_escalated_session_until_the_person_hands_it_back(workdir):
     hub = ROOT / "examples" / "support_hub"
     lines = ["I want to pay off my credit card", "5000", "yes", "please pay my credit card bill", "5000",

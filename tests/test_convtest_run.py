@@ -128,19 +128,36 @@ def test_scripted_answers_belong_to_their_turn(runner, tmp_path):
     assert [f.message for f in pooled.failures] == ["1 scripted model answer(s) were not used"]
 
 
+CHATTER = """\
+main:
+  type: flow agent
+  steps:
+    - bot: Hello!
+    - user
+    - call: chatter
+
+chatter:
+  type: llm agent
+  description: Chats about books.
+  prompt: Talk with the customer about the books they like.
+"""
+
+
 def test_a_missing_answer_stops_the_case_at_its_turn(runner, tmp_path):
+    program = tmp_path / "chatter"
+    program.mkdir()
+    (program / "agents.yml").write_text(CHATTER, encoding="utf-8")
     result = run(runner, write(tmp_path, """\
-        env: {FRONTDESK_EXAMPLE_DB_DIR: "{tmp}"}
         steps:
-          - user: recommend a book
+          - user: tell me about a book you like
             bot_contains: never checked
           - user: yes
             bot: never checked either
-        """, program=EXAMPLES / "bookstore"))
+        """, program=program))
     (failure,) = result.failures
-    assert failure.turn == 1 and failure.span.line == 4
-    # no answer scripted at all: the case runs as with no model deciding, and the recommendation agent's
-    # call is the one that finds nothing to answer it
+    assert failure.turn == 1 and failure.span.line == 3
+    # no answer scripted at all: the case runs as with no model deciding, and the LLM agent's call (it
+    # has no tool that could answer offline) is the one that finds nothing to answer it
     assert "the scripted model: the script has no answer left for a 'reason' call" in failure.message
     assert [t.index for t in result.turns] == [0]
 

@@ -130,7 +130,7 @@ def test_chat_does_not_send_a_line_it_cannot_keep(tmp_path, encoding):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FRONTDESK_LLM", "OPENAI_", "PYTHONIOENCODING"))}
     if encoding:
         env["PYTHONIOENCODING"] = encoding  # stdin that raises on bytes that are not UTF-8
-    result = subprocess.run([sys.executable, "-m", "frontdesk.cli", "chat", str(tmp_path), "--llm", "none",
+    result = subprocess.run([sys.executable, "-m", "frontdesk.cli", "chat", str(tmp_path), "--llm", "none", "--no-embeddings",
                              "--store", "memory"], input=b"a\xffb\nc\x00d\nhi\n", capture_output=True,
                             cwd=tmp_path, env=env, timeout=120)
     out, err = result.stdout.decode("utf-8", "replace"), result.stderr.decode("utf-8", "replace")

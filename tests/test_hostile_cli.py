@@ -56,7 +56,7 @@ def flow_program(folder: Path, bot: str = "Hi! What is your name?", bye: str = "
 
 def test_markup_in_user_lines_bot_text_and_session_ids_is_printed_as_text(workdir):
     program = flow_program(workdir / "prog", bot="Welcome [/INST] [link=https://evil.example]x[/link]")
-    result = frontdesk("chat", str(program), "--llm", "none", "--store", "s.sqlite3", stdin=MARKUP + "\n",
+    result = frontdesk("chat", str(program), "--llm", "none", "--no-embeddings", "--store", "s.sqlite3", stdin=MARKUP + "\n",
                        cwd=workdir)
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
@@ -66,7 +66,7 @@ def test_markup_in_user_lines_bot_text_and_session_ids_is_printed_as_text(workdi
     trace = frontdesk("trace", session_of(result), "--store", "s.sqlite3", cwd=workdir)
     assert trace.returncode == 0 and "Traceback" not in trace.stderr
     assert "[/x]" in trace.stdout and "[link=https://evil.example]" in trace.stdout
-    for command in (("chat", str(program), "--llm", "none", "--store", "s.sqlite3", "--session", "[/x]"),
+    for command in (("chat", str(program), "--llm", "none", "--no-embeddings", "--store", "s.sqlite3", "--session", "[/x]"),
                     ("trace", "[/x]", "--store", "s.sqlite3")):
         missing = frontdesk(*command, cwd=workdir)
         assert missing.returncode in (1, 2) and "Traceback" not in missing.stderr
@@ -239,7 +239,7 @@ def test_the_users_key_is_not_sent_to_a_programs_endpoint(workdir):
 def test_a_file_that_is_not_a_database_is_a_clear_error(workdir):
     (workdir / "notes.sqlite3").write_text("my notes, not a database\n" * 100, encoding="utf-8")
     program = flow_program(workdir / "prog")
-    for command in (("chat", str(program), "--llm", "none", "--store", "notes.sqlite3"),
+    for command in (("chat", str(program), "--llm", "none", "--no-embeddings", "--store", "notes.sqlite3"),
                     ("trace", "abc", "--store", "notes.sqlite3")):
         result = frontdesk(*command, cwd=workdir)
         assert result.returncode == 2, result.stderr
@@ -249,12 +249,12 @@ def test_a_file_that_is_not_a_database_is_a_clear_error(workdir):
 def test_a_store_locked_by_another_process_is_a_clear_error(workdir):
     program = flow_program(workdir / "prog")
     store = workdir / "s.sqlite3"
-    first = frontdesk("chat", str(program), "--llm", "none", "--store", str(store), cwd=workdir)
+    first = frontdesk("chat", str(program), "--llm", "none", "--no-embeddings", "--store", str(store), cwd=workdir)
     assert first.returncode == 0, first.stderr
     holder = sqlite3.connect(store, isolation_level=None)
     holder.execute("BEGIN EXCLUSIVE")  # another process writing for longer than the busy timeout
     try:
-        result = frontdesk("chat", str(program), "--llm", "none", "--store", str(store), cwd=workdir)
+        result = frontdesk("chat", str(program), "--llm", "none", "--no-embeddings", "--store", str(store), cwd=workdir)
     finally:
         holder.execute("ROLLBACK")
         holder.close()
@@ -268,17 +268,17 @@ def test_a_store_locked_by_another_process_is_a_clear_error(workdir):
 def test_a_session_is_never_overwritten_by_another_program(workdir):
     mine = flow_program(workdir / "mine")
     other = flow_program(workdir / "other", bot="Other program here.")
-    first = frontdesk("chat", str(mine), "--llm", "none", "--store", "s.sqlite3", stdin="Ada\n", cwd=workdir)
+    first = frontdesk("chat", str(mine), "--llm", "none", "--no-embeddings", "--store", "s.sqlite3", stdin="Ada\n", cwd=workdir)
     assert "Second question?" in first.stdout
     session = session_of(first)
     before = frontdesk("trace", session, "--store", "s.sqlite3", "--json", cwd=workdir).stdout
-    wrong = frontdesk("chat", str(other), "--llm", "none", "--store", "s.sqlite3", "--session", session,
+    wrong = frontdesk("chat", str(other), "--llm", "none", "--no-embeddings", "--store", "s.sqlite3", "--session", session,
                       stdin="hello\n", cwd=workdir)
     assert wrong.returncode == 2
     assert f"belongs to program {mine / 'agents.yml'}" in wrong.stderr
     assert "starts over" not in wrong.stderr + wrong.stdout and "Other program" not in wrong.stdout
     assert frontdesk("trace", session, "--store", "s.sqlite3", "--json", cwd=workdir).stdout == before
-    again = frontdesk("chat", "agents.yml", "--llm", "none", "--store", "../s.sqlite3", "--session", session,
+    again = frontdesk("chat", "agents.yml", "--llm", "none", "--no-embeddings", "--store", "../s.sqlite3", "--session", session,
                       stdin="see you\n", cwd=mine)  # the same program, named from another folder
     assert again.returncode == 0, again.stderr
     assert "main> Bye." in again.stdout
@@ -286,11 +286,11 @@ def test_a_session_is_never_overwritten_by_another_program(workdir):
 
 def test_a_changed_version_of_the_same_program_still_continues(workdir):
     mine = flow_program(workdir / "mine")
-    first = frontdesk("chat", str(mine), "--llm", "none", "--store", "s.sqlite3", stdin="Ada\n", cwd=workdir)
+    first = frontdesk("chat", str(mine), "--llm", "none", "--no-embeddings", "--store", "s.sqlite3", stdin="Ada\n", cwd=workdir)
     session = session_of(first)
     text = (mine / "agents.yml").read_text(encoding="utf-8")
     (mine / "agents.yml").write_text(text.replace("Bye.", "Goodbye."), encoding="utf-8")
-    again = frontdesk("chat", str(mine), "--llm", "none", "--store", "s.sqlite3", "--session", session,
+    again = frontdesk("chat", str(mine), "--llm", "none", "--no-embeddings", "--store", "s.sqlite3", "--session", session,
                       stdin="bye\n", cwd=workdir)
     assert again.returncode == 0, again.stderr
     assert "main> Goodbye." in again.stdout

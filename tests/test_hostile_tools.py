@@ -187,12 +187,12 @@ def test_a_tool_that_hangs_tells_the_customer_to_try_later(tmp_path):
 def test_the_chat_command_survives_a_tool_file_that_exits(tmp_path):
     folder = tmp_path / "prog"
     program(folder, SIMPLE_FLOW, "import sys\nsys.exit(0)\n\ndef place_order():\n    \"\"\"Places.\"\"\"\n")
-    result = subprocess.run([sys.executable, "-m", "frontdesk.cli", "chat", str(folder), "--llm", "none",
+    result = subprocess.run([sys.executable, "-m", "frontdesk.cli", "chat", str(folder), "--llm", "none", "--no-embeddings",
                              "--store", "memory"], input="", capture_output=True, text=True, timeout=120, check=False,
                             cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert f"main> Sorry, I couldn't place the order: {UNAVAILABLE_MESSAGE}" in result.stdout
-    assert "trace: frontdesk trace" in result.stderr  # the process went on to the end
+    assert "trace: not kept" in result.stderr  # the process went on to the end (a memory store keeps no trace)
 
 
 def test_a_tool_that_prints_50_mb_leaves_a_small_session_and_a_marked_cut(tmp_path):

@@ -530,6 +530,7 @@ def _bookstore_route(message: str) -> LLMRequest:
 
 
 @pytest.mark.local
+@pytest.mark.smollm2
 def test_plain_reply_is_text(model: LocalProvider):
     response = model.complete(LLMRequest(
         purpose="other", messages=[ChatMessage(role="user", content="Say hello to a bookstore customer.")],
@@ -554,6 +555,7 @@ ROUTE_MESSAGES = [
 
 
 @pytest.mark.local
+@pytest.mark.smollm2
 def test_forced_route_always_names_a_declared_agent(model: LocalProvider):
     request = _bookstore_route(ROUTE_MESSAGES[0])
     allowed = request.tools[0].parameters["properties"]["agent"]["enum"]
@@ -580,6 +582,7 @@ REASON_MESSAGES = [
 
 
 @pytest.mark.local
+@pytest.mark.smollm2
 def test_auto_reasoning_answers_with_text_or_a_declared_tool(model: LocalProvider):
     program = _program("bookstore")
     agent = program.agents["book_recommendation"]
@@ -597,6 +600,7 @@ def test_auto_reasoning_answers_with_text_or_a_declared_tool(model: LocalProvide
 
 
 @pytest.mark.local
+@pytest.mark.smollm2
 def test_understand_choice_is_in_its_enum(model: LocalProvider):
     program = _program("bookstore")
     flow = program.agents["order"]

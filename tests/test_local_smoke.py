@@ -9,7 +9,7 @@ import pytest
 from frontdesk.lang import load_program
 from frontdesk.testing import run_conversation
 
-pytestmark = [pytest.mark.local, pytest.mark.slow]
+pytestmark = [pytest.mark.local, pytest.mark.slow, pytest.mark.smollm2]
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 

@@ -52,7 +52,7 @@ def test_require_and_missing_module_see_a_package_that_cannot_be_imported(monkey
 
 @pytest.mark.parametrize("module", ["fastapi", "uvicorn", "prometheus_client"])
 def test_serve_without_the_serve_extra_says_what_to_install(module):
-    result = run_without(module, "serve", "examples/bookstore", "--llm", "none", "--store", "memory")
+    result = run_without(module, "serve", "examples/bookstore", "--llm", "none", "--no-embeddings", "--store", "memory")
     assert result.returncode == 2, result.stderr
     assert "pip install 'frontdesk[serve]'" in result.stderr and f"no module '{module}'" in result.stderr
     assert "Traceback" not in result.stderr
@@ -70,7 +70,7 @@ def test_a_store_without_its_driver_says_which_extra_to_install(monkeypatch, url
 
 
 def test_chat_with_a_redis_store_but_no_driver_exits_with_the_hint():
-    result = run_without("redis", "chat", "examples/bookstore", "--llm", "none", "--store", "redis://127.0.0.1:1/0")
+    result = run_without("redis", "chat", "examples/bookstore", "--llm", "none", "--no-embeddings", "--store", "redis://127.0.0.1:1/0")
     assert result.returncode == 2, result.stderr
     assert "pip install 'frontdesk[redis]'" in result.stderr and "Traceback" not in result.stderr
 
@@ -140,7 +140,7 @@ def test_check_and_chat_note_that_mcp_tools_need_the_extra(mcp_project):
     checked = run_without("mcp", "check", str(mcp_project))
     assert checked.returncode == 0, checked.stderr
     assert "pip install 'frontdesk[mcp]'" in checked.stderr and "quote" in checked.stderr
-    chatted = run_without("mcp", "chat", str(mcp_project), "--llm", "none", "--store", "memory")
+    chatted = run_without("mcp", "chat", str(mcp_project), "--llm", "none", "--no-embeddings", "--store", "memory")
     assert chatted.returncode == 0, chatted.stderr
     assert "pip install 'frontdesk[mcp]'" in chatted.stderr and "Traceback" not in chatted.stderr
     assert "No price today." in chatted.stdout

@@ -306,7 +306,7 @@ def free_port() -> int:
 def test_real_frontdesk_serve_process(tmp_path):
     port = free_port()
     env = {**os.environ, "FRONTDESK_API_TOKENS": "tok-1,tok-2", "FRONTDESK_STORE": str(tmp_path / "s.sqlite3")}
-    proc = subprocess.Popen([sys.executable, "-m", "frontdesk.cli", "serve", str(BOOKSTORE), "--llm", "none",
+    proc = subprocess.Popen([sys.executable, "-m", "frontdesk.cli", "serve", str(BOOKSTORE), "--llm", "none", "--no-embeddings",
                              "--host", "127.0.0.1", "--port", str(port)], cwd=tmp_path, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"

@@ -432,4 +432,9 @@ def test_a_token_in_the_address_is_taken_and_hidden(browser, server):
     expect(page.locator("#token-input")).to_have_value(TOKEN)
     expect(page.locator("#program-select")).to_be_enabled(timeout=WAIT)
     assert "token" not in page.url
+    # a conversation is started at once: Send works without clicking "New conversation" first
+    expect(page.locator("body")).to_have_attribute("data-session-id", re.compile(r"\S"))
+    expect(page.locator("#chat-title")).not_to_have_text("No conversation")
+    expect(page.locator("#message-input")).to_be_enabled()
+    expect(page.locator("#send-button")).to_be_enabled()
     context.close()

@@ -113,7 +113,7 @@ class Server:
         full_env = {**os.environ, "FRONTDESK_API_TOKENS": TOKEN, **env}
         full_env.pop("FRONTDESK_OTEL_EXPORTER", None)
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "frontdesk.cli", "serve", str(folder), "--llm", "none",
+            [sys.executable, "-m", "frontdesk.cli", "serve", str(folder), "--llm", "none", "--no-embeddings",
              "--host", "127.0.0.1", "--port", str(self.port), "--store", store_url],
             cwd=workdir, env=full_env, stdout=self._log, stderr=subprocess.STDOUT)
 

@@ -145,7 +145,7 @@ def test_frontdesk_trace_turn_prints_only_those_turns(tmp_path):
     db = tmp_path / "sessions.sqlite3"
     runner = CliRunner()
     lines = "\n".join(f"line {n}" for n in range(1, 7)) + "\n"
-    result = runner.invoke(cli_app, ["chat", str(tmp_path), "--store", str(db), "--llm", "none",
+    result = runner.invoke(cli_app, ["chat", str(tmp_path), "--store", str(db), "--llm", "none", "--no-embeddings",
                                      "--no-embeddings"], input=lines)
     assert result.exit_code == 0, result.output
     [session] = [info.id for info in SqliteSessionStore(str(db)).list_sessions()]

@@ -223,7 +223,7 @@ def test_a_task_completed_elsewhere_is_not_resumed(tmp_path):
                                         {"name": "finish", "arguments": {}}]},
         {"purpose": "understand", "call": "understand", "with": {"choice": "2"}},
     ])
-    run = run_conversation(shop(tmp_path), ["Recommend something", "Let me check out", "a mug please",
+    run = run_conversation(shop(tmp_path), ["Recommend something", "Let me check out", "the red mug please",
                                             "No, that's all"], llm)
     llm.assert_finished()
     assert run.turns[-1].messages[-1].text == "Order placed for Red Mug."

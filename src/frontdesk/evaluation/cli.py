@@ -89,14 +89,18 @@ def eval_command(
             fail(f"no scenario named {', '.join(map(repr, unknown))}; the scenarios are: {', '.join(sorted(names))}")
         chosen = [s for s in chosen if s.name in set(only)]
 
-    targets = [_target("program", program, chosen, llm_mode, err, fail)]
-    if baseline is not None:
-        targets.insert(0, _target("baseline", baseline, chosen, llm_mode, err, fail))
-    roles = _roles(chosen, targets[-1].program, user_model, judge_model, fail)
-
     from frontdesk.evaluation.runner import missing_models
 
-    problems = missing_models(chosen, targets, roles)
+    # the simulated user and the judge run on an endpoint or a script: when they have neither, say so now,
+    # before the bot's models (the local ones take seconds to a minute to load) are loaded for nothing
+    programs = [("program", program, _read_program("program", program, err, fail))]
+    if baseline is not None:
+        programs.insert(0, ("baseline", baseline, _read_program("baseline", baseline, err, fail)))
+    roles = _roles(chosen, programs[-1][2], user_model, judge_model, fail)
+    problems = missing_models(chosen, [], roles)
+    if not problems:
+        targets = [_target(label, path, prog, chosen, llm_mode, err, fail) for label, path, prog in programs]
+        problems = missing_models(chosen, targets, roles)
     if problems:
         for problem in problems:
             err.print(Text.assemble(("error:", "red"), " ", problem))
@@ -118,18 +122,12 @@ def eval_command(
     raise typer.Exit(report.exit_status)
 
 
-def _target(label, path, scenarios, llm_mode, err, fail):
-    """A loaded version of the program with its tools, knowledge and (when a scenario needs them) models."""
+def _read_program(label, path, err, fail):
+    """The program at `path`, or exit status 2 with its errors."""
     from rich.text import Text
 
-    from frontdesk.app import ModelChoiceError, choose_models, knowledge_for
     from frontdesk.diagnostics import format_all
-    from frontdesk.evaluation.runner import Target
     from frontdesk.lang import load_program
-    from frontdesk.llm.base import ScriptError
-    from frontdesk.progress import IndexProgressBar
-    from frontdesk.runtime.engine import program_digest
-    from frontdesk.runtime.tools import ProgramToolRunner
 
     try:
         prog, diags = load_program(path)
@@ -139,6 +137,20 @@ def _target(label, path, scenarios, llm_mode, err, fail):
     if errors or prog is None:
         err.print(Text(format_all(errors)))
         fail(f"{label} {path}: {len(errors)} error{'s' if len(errors) != 1 else ''} in the program")
+    return prog
+
+
+def _target(label, path, prog, scenarios, llm_mode, err, fail):
+    """A loaded version of the program with its tools, knowledge and (when a scenario needs them) models."""
+    from rich.text import Text
+
+    from frontdesk.app import ModelChoiceError, choose_models, knowledge_for
+    from frontdesk.evaluation.runner import Target
+    from frontdesk.llm.base import ScriptError
+    from frontdesk.progress import IndexProgressBar
+    from frontdesk.runtime.engine import program_digest
+    from frontdesk.runtime.tools import ProgramToolRunner
+
     models = None
     if any(s.script is None or s.script.llm is None for s in scenarios):
         try:

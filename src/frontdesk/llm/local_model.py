@@ -9,6 +9,8 @@ cannot continue the answer (and feeds the tokens it says are forced without samp
 from __future__ import annotations
 
 import inspect
+import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -192,19 +194,30 @@ def _compile_template(source: str) -> Any:
     return environment.from_string(source)
 
 
-def load_runner(path: str | Path, threads: int) -> SmolLM2Runner:
-    """Read the GGUF file and build the runner (about 3 s for SmolLM2-135M on two cores)."""
-    import torch
+_loaded: dict[str, tuple] = {}  # the model file's real path -> (model, tokenizer, template, eos, bos)
+_loaded_lock = threading.Lock()
 
-    torch.set_num_threads(threads)
-    gguf = read_gguf(path)
-    template = gguf.metadata.get("tokenizer.chat_template")
-    if not template:
-        raise ValueError(f"{Path(path).name} has no chat template")
-    tokenizer = build_tokenizer(gguf)
-    model = build_llama_model(gguf)
-    eos = gguf.metadata.get("tokenizer.ggml.eos_token_id")
-    bos = gguf.metadata.get("tokenizer.ggml.bos_token_id")
-    if not isinstance(eos, int):
-        raise ValueError(f"{Path(path).name} names no end-of-sequence token")
-    return SmolLM2Runner(model, tokenizer, template, eos, bos if isinstance(bos, int) else None, threads)
+
+def load_runner(path: str | Path, threads: int) -> SmolLM2Runner:
+    """Build a runner for the GGUF file; the file is read and the model built once per process (about 3 s
+    for SmolLM2-135M), and every runner of it shares those weights (each keeps its own key/value cache)."""
+    from frontdesk.nlu.embeddings import set_torch_threads
+
+    set_torch_threads(threads)
+    key = os.path.realpath(path)
+    with _loaded_lock:
+        parts = _loaded.get(key)
+        if parts is None:
+            gguf = read_gguf(path)
+            template = gguf.metadata.get("tokenizer.chat_template")
+            if not template:
+                raise ValueError(f"{Path(path).name} has no chat template")
+            tokenizer = build_tokenizer(gguf)
+            model = build_llama_model(gguf)
+            eos = gguf.metadata.get("tokenizer.ggml.eos_token_id")
+            bos = gguf.metadata.get("tokenizer.ggml.bos_token_id")
+            if not isinstance(eos, int):
+                raise ValueError(f"{Path(path).name} names no end-of-sequence token")
+            parts = _loaded[key] = (model, tokenizer, template, eos, bos if isinstance(bos, int) else None)
+    model, tokenizer, template, eos, bos = parts
+    return SmolLM2Runner(model, tokenizer, template, eos, bos, threads)

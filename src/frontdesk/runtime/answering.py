@@ -8,6 +8,7 @@ from pathlib import Path
 
 from frontdesk.ir.models import KnowledgeAgent, Program
 from frontdesk.llm.base import LLMError
+from frontdesk.nlu.terms import bm25_tokenize
 from frontdesk.runtime import prompts
 from frontdesk.runtime.context import Outcome, TurnContext
 from frontdesk.runtime.events import EventLog, register_event_type
@@ -229,42 +230,68 @@ _WORD = re.compile(r"[a-z0-9]+")
 
 
 def extractive_answer(question: str, passages, embedder=None) -> str:
-    """The sentences of the best passages that answer the question best, in their sources' order.
+    """The sentences of the best passages that answer the question best: the one that answers it best
+    first, then the others in their sources' order (its own passage first).
 
     A sentence is scored together with what it stands under (a heading, an FAQ question, a list's
-    lead-in), so "Their 8-digit account number" answers "What do I need to add a payee?". Questions
-    in the sources are never the answer; a Markdown table row becomes a sentence of its header's
-    names and the row's values ("Option: Standard; Delivery time (business days): 4 to 7")."""
+    lead-in), so "Their 8-digit account number" answers "What do I need to add a payee?"; how well
+    that heading alone fits the question counts too, so the rule of the section the question is about
+    leads ("You can return any book within 30 days" under "Returning a book" for "What is your return
+    policy?", not "After 60 days we cannot accept returns." under "Refunds"). Questions in the sources
+    are never the answer; a Markdown table row becomes a sentence of its header's names and the row's
+    values ("Option: Standard; Delivery time (business days): 4 to 7")."""
     units: list[tuple[int, str, str]] = []  # (passage rank, lead, sentence)
+    items: set[int] = set()  # the units that are items of a list (steps, what is needed)
     seen: set[str] = set()
     for rank, passage in enumerate(passages[:EXTRACT_PASSAGES]):
-        for lead, text in _answer_sentences(passage.text):
+        for lead, text, item in _answer_sentences(passage.text, with_items=True):
             if text not in seen:  # chunks overlap: a sentence is said once
                 seen.add(text)
+                if item:
+                    items.add(len(units))
                 units.append((rank, lead, text))
     if not units:
         return passages[0].text.strip()
     scored = [f"{lead} {text}".strip() for _, lead, text in units]
+    leads = sorted({lead for _, lead, _ in units if lead})
     if embedder is not None:
-        vectors = embedder.encode([question] + scored)
-        scores = list(vectors[1:] @ vectors[0])
+        vectors = embedder.encode([question] + scored + leads)
+        scores = list(vectors[1:len(scored) + 1] @ vectors[0])
+        fits = dict(zip(leads, vectors[len(scored) + 1:] @ vectors[0]))
     else:
         asked = set(_WORD.findall(question.lower()))
-        scores = [len(asked & set(_WORD.findall(t.lower()))) / (1 + len(t.split()) ** 0.5) for t in scored]
+
+        def overlap(t: str) -> float:
+            return len(asked & set(_WORD.findall(t.lower()))) / (1 + len(t.split()) ** 0.5)
+
+        scores = [overlap(t) for t in scored]
+        fits = {lead: overlap(lead) for lead in leads}
     # Prefer the better passages: a small bonus, by the passage's score relative to the best, keeps
     # their sentences ahead of equal ones from the next.
     weight = [float(getattr(p, "score", 1.0) or 0.0) for p in passages[:EXTRACT_PASSAGES]]
     # The first sentence under a heading or question usually says what the section is about ("You
     # can return any book within 30 days" under "Returning a book"): it gets a small bonus too.
     first = [i == 0 or units[i][1] != units[i - 1][1] for i in range(len(units))]
-    ranked = sorted(range(len(units)), reverse=True,
-                    key=lambda i: scores[i] + PASSAGE_BONUS * weight[units[i][0]] + (LEAD_BONUS if first[i] else 0.0))
+    # A heading that names what the question asks about, word for word ("return" in "Returning a book"
+    # for "What is your return policy?"), tells its section apart where the embeddings blur two
+    # neighbours ("Refunds"): the share of the question's terms it holds counts too.
+    asked_terms = set(bm25_tokenize([question])[0])
+    named = {lead: len(asked_terms & set(terms)) / len(asked_terms) if asked_terms else 0.0
+             for lead, terms in zip(leads, bm25_tokenize(leads) if leads else [])}
+    total = [scores[i] + HEADING_WEIGHT * float(fits.get(units[i][1], 0.0)) + HEADING_TERMS * named.get(units[i][1], 0.0)
+             + PASSAGE_BONUS * weight[units[i][0]] + (LEAD_BONUS if first[i] else 0.0) for i in range(len(units))]
+    ranked = sorted(range(len(units)), reverse=True, key=lambda i: total[i])
     chosen = ranked[:MAX_ANSWER_SENTENCES]
-    # the passage of the best sentence first; within a passage, the sources' own order
-    passage_rank = {}
-    for place, i in enumerate(chosen):
-        passage_rank.setdefault(units[i][0], place)
-    keep = sorted(chosen, key=lambda i: (passage_rank[units[i][0]], i))
+    # the sentence that answers best first (a list it is an item of: that list's chosen items, in their
+    # order, since steps and what is needed read in order); then the others in the sources' order, its
+    # passage first
+    best = chosen[0]
+    lead_group = [best]
+    if best in items:
+        lead_group = sorted(i for i in chosen if i in items and units[i][:2] == units[best][:2])
+    rest = sorted((i for i in chosen if i not in lead_group),
+                  key=lambda i: (units[i][0] != units[best][0], units[i][0], i))
+    keep = lead_group + rest
     out: list[str] = []
     shown_lead = None
     for i in keep:
@@ -280,13 +307,16 @@ def extractive_answer(question: str, passages, embedder=None) -> str:
 EXTRACT_PASSAGES = 3
 PASSAGE_BONUS = 0.05
 LEAD_BONUS = 0.05
+# How much the fit of a sentence's heading (or FAQ question, or lead-in) to the question adds to its score.
+HEADING_WEIGHT = 0.3
+HEADING_TERMS = 0.1
 
 
-def _answer_sentences(text: str) -> list[tuple[str, str]]:
+def _answer_sentences(text: str, with_items: bool = False) -> list:
     """A passage's sentences that can answer something, each with the line it stands under: whole
     sentences (not headings, not questions, not the cut-off start of a chunk), list items under a
-    lead-in, and table rows read out with their header."""
-    out: list[tuple[str, str]] = []
+    lead-in, and table rows read out with their header. `with_items` adds whether each is a list item."""
+    out: list[tuple[str, str, bool]] = []
     header: list[str] | None = None
     heading = lead = ""
     path: list[str] = []  # the headings above, outermost first
@@ -301,7 +331,7 @@ def _answer_sentences(text: str) -> list[tuple[str, str]]:
             if header is None:
                 header = cells
                 continue
-            out.append((heading, "; ".join(f"{h}: {c}" if h else c for h, c in zip(header, cells) if c)))
+            out.append((heading, "; ".join(f"{h}: {c}" if h else c for h, c in zip(header, cells) if c), False))
             continue
         header = None
         item = bool(_BLOCK_START.match(line)) and not stripped.startswith(("#", ">", "|"))
@@ -323,8 +353,8 @@ def _answer_sentences(text: str) -> list[tuple[str, str]]:
             part = _ITEM_MARK.sub("", part).strip()
             whole = len(part.split()) >= 5 and (part[:1].isupper() or part[:1].isdigit())
             if part and not part.endswith("?") and (whole or (item and (lead or heading))):
-                out.append((lead or heading, part))
-    return out
+                out.append((lead or heading, part, item))
+    return out if with_items else [(lead, part) for lead, part, _ in out]
 
 
 _ITEM_MARK = re.compile(r"^\s*(?:[-*>]+|\d+[.)])\s*")

@@ -117,10 +117,23 @@ def _numbers(text: str, integer: bool) -> list[int | float]:
         value = float(raw.replace(",", "."))
         out.append(int(value) if value.is_integer() or integer else value)
     if not out:
-        for word in re.findall(r"[a-z]+", text.lower()):
-            if word in NUMBER_WORDS:
-                out.append(NUMBER_WORDS[word])
+        for raw in NUMBER.findall(digits_for_words(without_dates)):
+            value = float(raw.replace(",", "."))
+            out.append(int(value) if value.is_integer() or integer else value)
     return out
+
+
+def digits_for_words(text: str) -> str:
+    """The text with its numbers written in words as digits ("fifty pounds" -> "50 pounds", "a table
+    for two" -> "a table for 2"), by text2num."""
+    if not re.search(r"[A-Za-z]", text):
+        return text
+    from text_to_num import alpha2digit
+
+    try:
+        return alpha2digit(text, "en", threshold=0)
+    except Exception:  # noqa: BLE001 - an odd text gives no number, not an error
+        return text
 
 
 def _yes_no(text: str) -> bool | None:
@@ -151,12 +164,24 @@ def _found_dates(text: str, settings: dict) -> list:
         return []
 
 
+# what makes a phrase name a day (not only a time of day, "at 3 in the morning", "in 2 hours")
+_DAY_WORDS = re.compile(r"(?i)\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|mon|tue|wed|thu|fri|sat|sun)[a-z]*\b|"
+                        r"\b(?:today|tomorrow|yesterday|tonight|day|days|week|weeks|month|months|year|years|weekend)\b|"
+                        r"\d{1,4}[/.-]\d{1,2}|\b\d{4}\b|\b\d{1,2}(?:st|nd|rd|th)\b")
+
+
+def names_a_day(phrase: str, value: datetime) -> bool:
+    """Whether a phrase the date library read names a day: a month, a weekday, a relative day, a written
+    date; not a time alone ("3pm") nor a number read as a far-off year ("ends in 4471")."""
+    return 1900 <= value.year <= 2200 and bool(_DAY_WORDS.search(phrase))
+
+
 def _dates(text: str, now: datetime | None, with_time: bool) -> list[str]:
     found = _found_dates(text, _date_settings(now))
     out = []
     for phrase, value in found:
-        if not re.search(r"[A-Za-z]{3,}|\d", phrase) or phrase.strip().isdigit():
-            continue  # a bare number is a number, not a day of the month
+        if not re.search(r"[A-Za-z]{3,}|\d", phrase) or phrase.strip().isdigit() or not names_a_day(phrase, value):
+            continue  # a bare number is a number, not a day of the month; a time alone is no day
         out.append(value.isoformat(timespec="minutes") if with_time else value.date().isoformat())
     return out
 
@@ -194,19 +219,32 @@ def _word_char(char: str) -> bool:
 
 
 def _choice(text: str, options: list[str], synonyms: dict[str, list[str]] | None = None) -> str | None:
-    lowered = text.lower()
-
+    """The one option the message names (or whose synonym it uses), not counting one it rules out
+    ("Porto, not Lisbon"; "it wasn't a fire")."""
     def said(phrase: str) -> bool:
-        return re.search(rf"(?<!\w){re.escape(str(phrase).lower())}(?!\w)", lowered) is not None
+        flat = re.sub(r"[\W_]+", " ", str(phrase).lower()).strip()
+        return bool(flat) and said_as_meant(flat, text)
 
     hits = [o for o in options if said(o)]
     if not hits and synonyms:  # no option named: one whose phrases the message uses
         hits = [o for o in options if any(said(p) for p in synonyms.get(str(o), []) if str(p).strip())]
-    if len(hits) > 1:  # "Porto, not Lisbon": an option the message says no to is not the one meant
-        kept = [o for o in hits if not re.search(rf"\b(?:not|no|instead\s+of|rather\s+than)\s+(?:the\s+)?"
-                                                  rf"{re.escape(str(o).lower())}(?!\w)", lowered)]
-        hits = kept if kept else hits
     return hits[0] if len(hits) == 1 else None
+
+
+# a mention the user rules out: "not Paris", "it wasn't a fire", "anything but the blue one"
+RULED_OUT = re.compile(r"(?i)(?:\b(?:not|no|never|except|but not|rather than|instead of|other than|anything but)|n't)"
+                        r"(?:\s+(?:\w+)){0,2}\s*$")
+
+def said_as_meant(flat: str, text: str) -> bool:
+    """`flat` (a value, lowercase words) is in the text, once at least not ruled out ("not Paris")."""
+    said = re.sub(r"[^\w']+|_", " ", text.lower().replace("’", "'"))
+    pattern = r"\W+".join(re.escape(w) for w in flat.split())
+    for found in re.finditer(rf"(?<!\w){pattern}(?!\w)", said):
+        if not RULED_OUT.search(said[:found.start()]):
+            return True
+    return False
+
+
 
 
 # ---- corrections and typed validation (ABL GATHER: CORRECTIONS, validate) ----------------------------

@@ -33,6 +33,7 @@ from frontdesk.nlu.matcher import polarity
 from frontdesk.runtime import orchestration, prompts
 from frontdesk.runtime.context import ChildResult, Outcome, TurnContext
 from frontdesk.runtime.events import register_event_type
+from frontdesk.runtime.grounding import keep_grounded
 from frontdesk.runtime.extract import (
     PATTERN_TYPES,
     check_value,
@@ -1257,6 +1258,8 @@ class FlowExecutor:
         if not extract or not isinstance(args, dict):
             return {}
         got = {k: v for k, v in args.items() if k in extract and v not in (None, "")}
+        if not by_pattern and got:
+            got = self._grounded(got, frame, ctx)
         refused = {k: v for k, v in got.items() if v in frame.data.rejected.get(k, [])}
         got = {k: v for k, v in got.items() if k not in refused}
         for name, value in got.items():
@@ -1280,6 +1283,22 @@ class FlowExecutor:
             if pending != (ctx.state.system.get("_pending_inferences") or {}):
                 ctx.state.system["_pending_inferences"] = pending
         return got
+
+    def _grounded(self, values: dict[str, Any], frame: Frame, ctx: TurnContext) -> dict[str, Any]:
+        """The model's values that what the user said holds (runtime/grounding.py); an INFER field's
+        value is the model's reading by design (it waits in _pending_inferences)."""
+        agent = ctx.program.agents[frame.agent]
+        kinds: dict[str, str | None] = {a.name: (a.type if a.type in PATTERN_TYPES else kind_of_name(a.name))
+                                        for a in agent.args}
+        options: dict[str, list[str]] = {}
+        synonyms: dict[str, dict[str, list[str]]] = {}
+        exempt = set()
+        for name, f in self._fields(frame, ctx).items():
+            kinds[name] = f.type if f.type in PATTERN_TYPES else kinds.get(name)
+            options[name], synonyms[name] = _choices(f, agent)
+            if f.infer:
+                exempt.add(name)
+        return keep_grounded(ctx, frame.agent, values, kinds, options, synonyms, exempt, where="flow")
 
     def _choose_by_embedding(self, branch: BranchNode, switches, frame: Frame, ctx: TurnContext,
                              tentative: bool = False) -> str | None:

@@ -13,6 +13,7 @@ from frontdesk.llm.base import ChatMessage, LLMError, LLMResponse, ToolCall
 from frontdesk.runtime import extract, fanout, prompts, rules as rules_runtime
 from frontdesk.runtime.context import ChildResult, Outcome, TurnContext
 from frontdesk.runtime.events import register_event_type
+from frontdesk.runtime.grounding import keep_grounded, user_evidence
 from frontdesk.runtime.handoff import receiver_context, return_to_parent_tools
 from frontdesk.runtime.policies import (
     DEFAULT_FALLBACK,
@@ -142,7 +143,7 @@ class ReasoningExecutor:
             if outcome is not None:
                 return outcome
         about = agent_context(ctx, agent, frame)
-        if not model_reasons(ctx) and about is not None and not data.pending:
+        if not model_reasons(ctx) and not data.pending and (about is not None or agent.tools):
             # No model, or one too small to reason (the local SmolLM2): an ABL agent asks for its
             # fields, reads them by pattern, runs its read-only tools, and completes only when its
             # COMPLETE conditions allow it (else it says it cannot finish here), offline.
@@ -257,7 +258,23 @@ class ReasoningExecutor:
         asks for the first field still needed with its GATHER prompt, then runs the read-only tools its
         own INSTRUCTIONS name whose inputs are known. Gathering serves the goal (ABL 3.6, 3.12): it
         completes with success when one of its COMPLETE conditions holds, or when it declares none;
-        when it declares some and none holds, it cannot finish here and says so (_cannot_finish)."""
+        when it declares some and none holds, it cannot finish here and says so (_cannot_finish).
+        With nothing of that to do (an ADL llm agent, `about` None, or an ABL one with no field and no
+        tool its instructions name), the tool the message clearly asks for is chosen by the embedding
+        model and run with the arguments the message gives, or one it lacks is asked for
+        (runtime/offline_tools.py); with none clear, it says what it cannot do here."""
+        from frontdesk.runtime import offline_tools
+
+        if about is None:  # an ADL llm agent: no fields, no COMPLETE conditions, only its tools
+            outcome = offline_tools.offline_tool_turn(ctx, agent, frame, why=offline_reason(ctx))
+            if outcome is not None:
+                return outcome
+            frame.waiting = True
+            if not ctx.input.taken_by(frame):
+                return Outcome.wait()
+            ctx.log.emit("reasoning_offline", agent.name, action="cannot answer")
+            ctx.say(agent.name, no_model_reply(ctx), frame)
+            return Outcome.wait()
         fields = gather_fields(ctx.program, agent)
         asked = frame.locals.get("_offline_asked")
         if ctx.input.taken_by(frame) and ctx.input.text and fields:
@@ -307,6 +324,11 @@ class ReasoningExecutor:
             frame.waiting = True
             if not ctx.input.taken_by(frame):
                 return Outcome.wait()  # nobody has asked anything yet
+            outcome = offline_tools.offline_tool_turn(ctx, agent, frame, hidden=about.hidden_tools,
+                                                      why=offline_reason(ctx),
+                                                      no_tool=named_message(ctx, agent, "no_model"))
+            if outcome is not None:
+                return outcome
             ctx.log.emit("reasoning_offline", agent.name, action="cannot answer")
             ctx.say(agent.name, named_message(ctx, agent, "no_model") or no_model_reply(ctx), frame)
             frame.waiting = True
@@ -605,14 +627,26 @@ class ReasoningExecutor:
             return gather_answer(ctx, agent, kept, rejected, fields)
         if call.name == prompts.SET_ARGS_TOOL:
             known = set(agent.arg_names())
+            types = {a.name: a.type for a in agent.args}
+            offered = {n: v for n, v in call.arguments.items() if n in known}
+            # an agent's own values (what it hands back: the book it recommended) may come from the
+            # whole conversation, not only from the user's words
+            grounded = keep_grounded(ctx, agent.name, offered,
+                                     {n: types.get(n) if types.get(n) in extract.PATTERN_TYPES else
+                                      extract.kind_of_name(n) for n in offered}, where="set_args",
+                                     evidence=user_evidence(ctx, with_context=True, frame=frame))
             updated = []
             for name, value in call.arguments.items():
+                if name in known and name not in grounded:
+                    continue
                 if name in known:
                     ctx.write(agent.name, name, value, agent.name, why="set by the model")
                     updated.append(name)
             ignored = [n for n in call.arguments if n not in known]
+            unsaid = [n for n in offered if n not in grounded]
             return "recorded " + (", ".join(updated) or "nothing") + (
-                f"; unknown arguments ignored: {', '.join(ignored)}" if ignored else "")
+                f"; unknown arguments ignored: {', '.join(ignored)}" if ignored else "") + (
+                f"; not recorded, the user did not say it (ask them): {', '.join(unsaid)}" if unsaid else "")
         if call.name in (prompts.FINISH_TOOL, prompts.HAND_BACK_TOOL):
             return "ok"
         if (call.name not in agent.tools and not _added_by_profile(ctx, agent, call.name)) \
@@ -620,7 +654,7 @@ class ReasoningExecutor:
             ctx.log.emit("error", agent.name, where="reasoning",
                          message=f"the model called {call.name}, which {agent.name} does not use")
             return f"error: there is no tool named {call.name}; available: {', '.join(agent.tools) or 'none'}"
-        args = dict(call.arguments)
+        args = self._grounded_args(call.name, dict(call.arguments), agent, ctx, frame)
         values = ctx.values(agent.name)
         blank = []
         for param in ctx.program.tools[call.name].params:
@@ -637,6 +671,26 @@ class ReasoningExecutor:
                     "before calling it")
         result = ctx.call_tool(call.name, args, agent.name, frame)
         return result.for_model(args)
+
+
+    @staticmethod
+    def _grounded_args(tool: str, args: dict[str, Any], agent: ReasoningAgent, ctx: TurnContext,
+                       frame: Frame) -> dict[str, Any]:
+        """A tool call's arguments that the conversation holds: what the user said, what tools
+        returned, values the session has (runtime/grounding.py); a free-text parameter without a
+        kind (a query the model words) needs half of its words from there; a boolean is how to call the
+        tool, not a value. The others are dropped: a required one then stops the call, and the model is
+        told to ask."""
+        tdef = ctx.program.tools[tool]
+        params = {p.name: p for p in tdef.params}
+        kinds = {n: (p.type if p.type in extract.PATTERN_TYPES else extract.kind_of_name(n)) for n, p in params.items()}
+        options = {n: [str(v) for v in (getattr(p, "enum", None) or [])] for n, p in params.items()}
+        composed = {n for n, p in params.items() if kinds.get(n) is None and not options.get(n)}
+        evidence = user_evidence(ctx, with_context=True, frame=frame)
+        switches = {n for n, p in params.items() if p.type == "boolean"}  # how to call, not what the user said
+        kept = keep_grounded(ctx, agent.name, {n: v for n, v in args.items() if n in params}, kinds, options,
+                             exempt=switches, where=f"arguments of {tool}", evidence=evidence, composed=composed)
+        return {n: v for n, v in args.items() if n not in params or n in kept}
 
 
 def _added_by_profile(ctx: TurnContext, agent: ReasoningAgent, tool: str) -> bool:
@@ -953,6 +1007,15 @@ def record_fields(ctx: TurnContext, agent: ReasoningAgent, given: dict[str, Any]
     and, per field, why a value was not."""
     kept: dict[str, Any] = {}
     rejected: dict[str, str] = {}
+    if by == "llm":  # a model's values: only what the user said holds (runtime/grounding.py)
+        known = {n: v for n, v in given.items() if n in fields}
+        grounded = keep_grounded(ctx, agent.name, known, {n: fields[n].type for n in known},
+                                 {n: list(fields[n].options) for n in known},
+                                 exempt={n for n in known if fields[n].infer}, where="set_args")
+        for name in known:
+            if name not in grounded:
+                rejected[name] = "the user did not say it; ask them"
+        given = {n: v for n, v in given.items() if n not in known or n in grounded}
     for name, value in given.items():
         f = fields.get(name)
         if f is None:

@@ -916,7 +916,13 @@
     showTokenState();
     setHeader();
     setStatus();
-    if (S.token && await loadPrograms()) await resumeSession();
+    if (S.token && await loadPrograms()) {
+      await resumeSession();
+      // opened from the address `frontdesk serve` prints, or with one program to talk to: no need to
+      // click "New conversation" before the first message
+      const only = document.body.dataset.programs === "1";
+      if (!S.session && (given || only) && ui.programSelect.value) await startSession(ui.programSelect.value);
+    }
     document.body.dataset.ready = "true";
   }
 

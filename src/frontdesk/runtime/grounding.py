@@ -1,0 +1,313 @@
+"""No value without evidence (docs/runtime.md, "Grounded values"): a value a model reads out of the
+conversation for a field, a flow argument or a tool parameter is kept only when the conversation
+holds it. For what the user gives (a flow's arguments, an ABL GATHER field) that is the user's own
+messages: the value appears in them (case, punctuation, a word's ending and a one-letter typo aside;
+an identifier exactly; a longer account of theirs in the model's words by two words in three), not
+only where they rule it out ("not Paris"), or a typed parser derives it from them: a number, in
+digits or words, a date, a phone number, an e-mail address, a listed value the message names or one
+of its synonyms, a yes or no said the same way. An agent's own values (what an ADL LLM agent hands
+back: the book it recommended) and a tool call's arguments may also come from what the bot said (its
+examples of a value aside: "It looks like RX-1234567" is never evidence), what tools returned, and the
+values the session holds; a free-text tool argument the model words (a query) needs half of its words
+from there. Anything else is refused: the field stays unset and is asked for, and the trace says why
+(`value_refused`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from frontdesk.runtime import extract
+from frontdesk.runtime.events import register_event_type
+
+if TYPE_CHECKING:  # pragma: no cover
+    from frontdesk.runtime.context import TurnContext
+
+register_event_type("value_refused", "a value a model gave was refused: nothing the user said holds it",
+                    ("values",))
+
+_TOKEN = re.compile(r"[^\W_]+(?:[-'.][^\W_]+)*")
+_STOP = frozenset("""a an the and or of to in on at for by with from my your our their his her its it is are was be
+i me we you he she they this that these those some any one please thanks thank just about as so""".split())
+_POSITIVE = re.compile(r"(?i)\b(?:yes|yeah|yep|sure|correct|definitely|of course|please do|absolutely)\b")
+_NEGATIVE = re.compile(r"(?i)\b(?:no|nope|not|nobody|none|never|nothing|neither|without|no one|nowhere)\b|n't\b")
+_YEAR_MONTH = re.compile(r"^\d{4}-\d{2}$")
+_ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?$")
+
+
+@dataclass
+class Evidence:
+    """What a value may be grounded in: the user's messages (and, for tool arguments, more)."""
+
+    said: list[str]
+    now: datetime | None = None
+    extra: list[str] = field(default_factory=list)  # tool results and held values, as text
+    _tokens: set[str] | None = field(default=None, repr=False)
+
+    def texts(self, with_extra: bool = False) -> list[str]:
+        return self.said + (self.extra if with_extra else [])
+
+    def tokens(self) -> set[str]:
+        if self._tokens is None:
+            self._tokens = {t for text in self.said for t in _words(text)}
+        return self._tokens
+
+
+# an example a bot gives of the kind of value it wants ("It looks like RX-1234567", "e.g. BK-1234"):
+# never evidence of the value itself
+_EXAMPLE = re.compile(r"(?i)\b(?:looks? like|such as|for example|for instance|e\.g\.,?|like)\s+[\"'“]?[\w./@+-]+")
+
+
+def user_evidence(ctx: TurnContext, with_context: bool = False, frame=None) -> Evidence:
+    """The user's messages of the session (the current one included). With `with_context` (an agent's
+    own values and a tool's arguments), also the conversation around them: what the bot said (its
+    examples of a value aside), what tools returned (in the session and in the agent's own transcript)
+    and the values the session holds."""
+    said = [item.text for item in ctx.state.history if item.role == "user" and item.text]
+    current = ctx.input.text if ctx.input is not None else None
+    if current and (not said or said[-1] != current):
+        said.append(current)
+    extra: list[str] = []
+    if with_context:
+        extra.extend(_EXAMPLE.sub(" ", item.text) for item in ctx.state.history if item.role == "bot" and item.text)
+        for record in ctx.state.results.values():
+            extra.extend(_flat(record.values))
+        for scope in ctx.state.variables.values():
+            extra.extend(_flat(scope))
+        transcript = getattr(getattr(frame, "data", None), "messages", None) or []
+        extra.extend(str(m.get("content") or "") for m in transcript if isinstance(m, dict) and m.get("role") == "tool")
+    return Evidence(said=said, now=ctx.eval_env.clock(), extra=extra)
+
+
+def why_not(value: Any, evidence: Evidence, kind: str | None = None, options: list[str] | None = None,
+            synonyms: dict[str, list[str]] | None = None, name: str = "", composed: bool = False) -> str | None:
+    """None when `value` is grounded in the evidence; else why not, in words. `kind` is the field's type
+    (number, integer, date, datetime, phone, email, boolean, string); `composed` is for a free-text tool
+    argument a model writes (a query): half of its words suffice."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if isinstance(value, (list, tuple)):
+        for item in value:
+            problem = why_not(item, evidence, kind, options, synonyms, name, composed)
+            if problem is not None:
+                return problem
+        return None
+    if isinstance(value, dict):
+        return "a structured value is nothing the user said"
+    texts = evidence.texts(with_extra=composed or bool(evidence.extra))
+    if isinstance(value, bool) or kind == "boolean":
+        return _boolean(value, evidence, name)
+    if isinstance(value, (int, float)) or kind in ("number", "integer"):
+        number = _as_number(value)
+        if number is not None:
+            return None if _number_said(number, texts) else f"{value} is no number the user gave"
+    text = str(value).strip()
+    if _YEAR_MONTH.match(text) and _date_said(text, texts, evidence.now, prefix=7):
+        return None
+    if kind in ("date", "datetime") or _ISO_DATE.match(text):
+        if _date_said(text, texts, evidence.now):
+            return None
+        if kind in ("date", "datetime"):
+            return f"{text} is no day the user named"
+    if kind == "phone":
+        digits = re.sub(r"\D", "", text)
+        if len(digits) >= 7 and any(digits[-7:] in re.sub(r"\D", "", t) for t in texts):
+            return None
+        return f"{text} is no phone number the user gave"
+    if kind == "email":
+        return None if any(text.lower() in t.lower() for t in texts) else f"{text} is no address the user gave"
+    if options:
+        if any(extract._choice(t, [str(o) for o in options], synonyms) == text and
+               extract.said_as_meant(re.sub(r"[\W_]+", " ", text.lower()).strip(), t) for t in texts):
+            return None
+        if any(extract._choice(t, [str(o) for o in options], synonyms) == text for t in texts) and \
+                not any(text.lower() in t.lower() for t in texts):
+            return None  # by a synonym ("someone stole my bike" for theft)
+    if _words_said(text, evidence, texts, composed):
+        return None
+    return f"{text!r} is not in what the user said"
+
+
+def keep_grounded(ctx: TurnContext, agent: str, values: dict[str, Any], kinds: dict[str, str | None],
+                  options: dict[str, list[str]] | None = None, synonyms: dict | None = None,
+                  exempt: set[str] | frozenset[str] = frozenset(), where: str = "",
+                  evidence: Evidence | None = None, composed: set[str] | frozenset[str] = frozenset()
+                  ) -> dict[str, Any]:
+    """The values of `values` that are grounded (or exempt: an INFER field, a value the session already
+    holds); the others are refused with a `value_refused` event naming why."""
+    evidence = evidence or user_evidence(ctx)
+    held = ctx.values(agent)
+    kept: dict[str, Any] = {}
+    refused: dict[str, str] = {}
+    for name, value in values.items():
+        if name in exempt or _same(held.get(name), value):
+            kept[name] = value
+            continue
+        problem = why_not(value, evidence, kinds.get(name), (options or {}).get(name),
+                          (synonyms or {}).get(name), name, name in composed)
+        if problem is None:
+            kept[name] = value
+        else:
+            refused[name] = problem
+    if refused:
+        ctx.log.emit("value_refused", agent, values=refused, where=where,
+                     rule="a value is kept only when what the user said holds it")
+    return kept
+
+
+# ---- the checks ------------------------------------------------------------------------------------
+
+
+def _words(text: str) -> list[str]:
+    return [t.lower() for t in _TOKEN.findall(text or "")]
+
+
+def _flat(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _flat(v)]
+    if isinstance(value, (list, tuple)):
+        return [s for v in value for s in _flat(v)]
+    return [str(value)]
+
+
+def _same(a: Any, b: Any) -> bool:
+    if a is None or b is None:
+        return False
+    return str(a).strip().lower() == str(b).strip().lower()
+
+
+def _as_number(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    raw = str(value).strip().replace(",", "")
+    try:
+        return float(raw)
+    except ValueError:
+        found = extract._numbers(str(value), integer=False)
+        return float(found[0]) if len(found) == 1 else None
+
+
+def _number_said(number: float, texts: list[str]) -> bool:
+    for text in texts:
+        found = extract._numbers(text, integer=False) + extract._numbers(extract.digits_for_words(text), False)
+        if any(abs(float(n) - number) < 1e-9 for n in found):
+            return True
+        if re.search(rf"(?<![\d.]){re.escape(_plain(number))}(?![\d])", text.replace(",", "")):
+            return True  # 1,200 written with a thousands separator
+    return False
+
+
+def _plain(number: float) -> str:
+    return str(int(number)) if float(number).is_integer() else str(number)
+
+
+def _date_said(text: str, texts: list[str], now: datetime | None, prefix: int = 10) -> bool:
+    """The day (or, with `prefix` 7, the month) is one the user named: written so, or read from their
+    words with either reading of a day without a year ("20 November": this year's or next)."""
+    day = text[:prefix]
+    for said in texts:
+        if day in said:
+            return True
+        # each clause too: "on 20 November, about 1200 euros" is read whole as the year 1200
+        for part in dict.fromkeys([said, *(p for p in re.split(r"[,;()]", said) if p.strip())]):
+            for preference in ("future", "past"):
+                settings = {**extract._date_settings(now), "PREFER_DATES_FROM": preference}
+                if any(value.date().isoformat()[:prefix] == day and extract.names_a_day(phrase, value)
+                       for phrase, value in extract._found_dates(part, settings)):
+                    return True
+    return False
+
+
+def _boolean(value: Any, evidence: Evidence, name: str) -> str | None:
+    """A yes or no the user gave, the same way: a message that opens with it, a word that says it
+    anywhere ("Nobody was hurt" for false), or, for true, words of the field's name in theirs ("gift
+    wrap it" for gift_wrap)."""
+    wanted = value if isinstance(value, bool) else extract._yes_no(str(value))
+    if wanted is None:
+        return f"{value} is no yes or no"
+    for text in evidence.said:
+        opens = extract._yes_no(text)
+        if opens is not None and opens == wanted:
+            return None
+        if (_NEGATIVE if wanted is False else _POSITIVE).search(text):
+            return None
+    named = [w for w in re.split(r"[_\W]+", name.lower()) if len(w) > 2 and w not in _STOP]
+    if wanted and named and any(_token_said(w, evidence.tokens()) for w in named):
+        return None
+    return f"{value} is no yes or no the user gave"
+
+
+def _words_said(text: str, evidence: Evidence, texts: list[str], composed: bool) -> bool:
+    """The value's words are the user's (case and a word's ending aside); an identifier exactly."""
+    flat = re.sub(r"[\W_]+", " ", text.lower()).strip()
+    if flat and any(extract.said_as_meant(flat, t) for t in texts):
+        return True
+    if flat and len(flat.split()) <= 3 and any(flat in re.sub(r"[\W_]+", " ", t.lower()) for t in texts):
+        return False  # named only to be ruled out
+    tokens = [t for t in _words(text) if t not in _STOP]
+    if not tokens:
+        tokens = _words(text)
+    if not tokens:
+        return False
+    pool = {t for said in texts for t in _words(said)} if len(texts) != len(evidence.said) else evidence.tokens()
+    squeezed = {re.sub(r"[\W_]+", "", said.lower()) for said in texts}
+    hits = 0
+    for token in tokens:
+        if any(ch.isdigit() for ch in token):
+            bare = re.sub(r"[\W_]+", "", token)
+            if not any(bare in s for s in squeezed):
+                return False  # an identifier is the user's exactly, or it is not theirs
+            hits += 1
+        elif _token_said(token, pool):
+            hits += 1
+    if hits == len(tokens):
+        return True
+    if composed:  # a query the model words: half of it
+        return hits > 0 and hits * 2 >= len(tokens)
+    # the user's own account in the model's words (a reason, a description): two words in three
+    return len(tokens) >= 3 and hits * 3 >= 2 * len(tokens)
+
+
+def _token_said(token: str, pool: set[str]) -> bool:
+    if token in pool or f"{token}s" in pool or f"{token}es" in pool or (token.endswith("s") and token[:-1] in pool):
+        return True
+    if len(token) < 4:
+        return False
+    for said in pool:
+        if len(said) < 4 or said[0] != token[0]:
+            continue
+        common = len(_common_prefix(token, said))
+        if common >= max(4, min(len(token), len(said)) - 2):
+            return True  # a word's ending: "scratched" / "scratch", "books" / "book"
+        if len(token) >= 5 and abs(len(token) - len(said)) <= 1 and _one_edit(token, said):
+            return True  # a typo the model mended: "mountian" / "mountain"
+    return False
+
+
+def _common_prefix(a: str, b: str) -> str:
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return a[:n]
+
+
+def _one_edit(a: str, b: str) -> bool:
+    if a == b:
+        return True
+    if len(a) == len(b):
+        diffs = [i for i in range(len(a)) if a[i] != b[i]]
+        return len(diffs) == 1 or (len(diffs) == 2 and diffs[1] == diffs[0] + 1 and
+                                   a[diffs[0]] == b[diffs[1]] and a[diffs[1]] == b[diffs[0]])
+    if len(a) > len(b):
+        a, b = b, a
+    for i in range(len(b)):
+        if a == b[:i] + b[i + 1:]:
+            return True
+    return False
