@@ -3,8 +3,9 @@
 The cases (`bench/grounding/cases/*.yml`, format in bench/grounding/README.md) each send a few user
 messages to a fresh session and then a probe. Every value written in the probe's turn from what the
 user said (an `arg_set` whose reason is an extraction, a gathering, a model's set_args or a correction)
-is compared with what the case says the user gave: one the user never gave is **invented**; each value
-the probe gives must be held after the turn (**filled**).
+is compared with what the case says the user gave: one the user never gave, still held when the turn
+ends (not refused by a validation later in it), is **invented**; each value the probe gives must be
+held after the turn (**filled**).
 
 Two modes:
 - **offline**: the models `frontdesk chat` picks with no endpoint (the local embedding model, and
@@ -79,7 +80,7 @@ def load_cases(folder: Path) -> list[Case]:
 # ---- the inventing model ------------------------------------------------------------------------------
 
 
-_EXAMPLE = re.compile(r"(?i)(?:looks like|like|e\.g\.,?|for example|such as)\s+\"?([A-Za-z0-9][\w./@+-]*\d[\w./@+-]*)")
+_EXAMPLE = re.compile(r"(?i)(?:looks like|like|e\.g\.,?|for example|such as)\s+\"?([A-Za-z0-9][\w/@+-]*\d[\w/@+-]*)")
 
 
 def invent(name: str, schema: dict[str, Any]) -> Any:
@@ -259,6 +260,7 @@ class Bench:
                 return outcome
             outcome.bot = [m.text for m in result.messages]
             allowed = {**case.given_before, **case.gives}
+            state = engine.load_state(sid)
             for event in result.events:
                 if event.type != "arg_set" or not str(event.data.get("why", "")).startswith(FROM_THE_USER):
                     continue
@@ -266,18 +268,19 @@ class Bench:
                 if value is None:
                     continue
                 expected = _lookup(allowed, event.agent, name)
-                if expected is not _MISSING and same_value(expected, value):
+                if expected is not _MISSING and same(expected, value):
                     continue
                 # the same value under another agent's name for it (a router's `ref` binding, an agent
                 # handing a value on): still one the user gave
                 items = value if isinstance(value, list) else [value]
-                if items and all(any(same_value(v, item) for v in allowed.values()) for item in items):
+                if items and all(any(same(v, item) for v in allowed.values()) for item in items):
                     continue
-                outcome.invented[f"{event.agent}.{name}"] = value
-            state = engine.load_state(sid)
+                scope = event.data.get("scope") or event.agent
+                if any(same_value(value, held) for held in _held(state, f"{scope}.{name}")):
+                    outcome.invented[f"{event.agent}.{name}"] = value  # kept (not refused later in the turn)
             for key, expected in case.gives.items():
                 held = _held(state, key)
-                if any(same_value(expected, v) for v in held):
+                if any(same(expected, v) for v in held):
                     outcome.filled.append(key)
                 else:
                     outcome.missed[key] = held[0] if held else None
@@ -285,6 +288,23 @@ class Bench:
 
 
 _MISSING = object()
+
+
+def same(expected: Any, actual: Any) -> bool:
+    """same_value, and a day the user's words name ("9th of December", as an ADL flow keeps it) is the
+    same as the ISO date the case writes."""
+    if same_value(expected, actual):
+        return True
+    text = str(expected)
+    if isinstance(actual, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
+        from datetime import datetime
+
+        from frontdesk.runtime import extract
+
+        now = datetime.fromisoformat(f"{TODAY}T09:00")
+        return text in extract._dates(actual, now, with_time=False) or \
+            text in extract._dates(actual, now, with_time=False, past=True)
+    return False
 
 
 def _lookup(values: dict[str, Any], agent: str | None, name: str) -> Any:
@@ -333,7 +353,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     for mode in (["offline", "invent"] if args.mode == "all" else [args.mode]):
         bench = Bench(mode)
         started = time.perf_counter()
-        outcomes = [bench.run(c) for c in cases]
+        outcomes = []
+        for number, case in enumerate(cases, start=1):
+            outcomes.append(bench.run(case))
+            if args.verbose > 1:
+                print(f"  [{number}/{len(cases)}] {case.name}", flush=True)
         totals = summarise(outcomes)
         totals["seconds"] = round(time.perf_counter() - started, 1)
         report["modes"][mode] = {"models": sorted(bench.notes), "totals": totals, "cases": [

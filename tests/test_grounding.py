@@ -151,3 +151,43 @@ def test_set_args_keeps_no_value_the_user_did_not_give(tmp_path):
     assert set(_refused(turn)[0]["values"]) == {"rx_number"}
     result = next(e.data for e in turn.events if e.type == "gather_extraction")
     assert "did not say" in result["rejected"]["rx_number"]
+
+
+# ---- what the typed readers take (they feed both the offline reading and the grounding check) ---------
+
+@pytest.mark.parametrize("text, fields, expected", [
+    ("We have 2 bikes and a dog", {"passengers": "number"}, {}),  # 2 of something else
+    ("I've got 2 questions first", {"guests": "number"}, {}),
+    ("3 adults please", {"passengers": "number"}, {"passengers": 3}),
+    ("I'd like 2 books", {"quantity": "number"}, {"quantity": 2}),  # a count field takes any noun
+    ("2.5 kg", {"weight": "number"}, {"weight": 2.5}),
+    ("I have 2 cards, which one is it?", {"amount": "number"}, {}),  # "which one" is no number
+    ("a table for two please", {"guests": "number"}, {"guests": 2}),
+    ("fifty pounds", {"amount": "number"}, {"amount": 50}),
+    ("It happened at 3 in the morning.", {"incident_date": "date"}, {}),  # a time alone is no day
+    ("What's the weather like in Rome in December?", {"checkin": "date"}, {}),  # a month alone is no day
+    ("The day after tomorrow.", {"sailing_date": "date"}, {"sailing_date": "2026-11-30"}),
+    ("On 20 November.", {"incident_date": "date"}, {"incident_date": "2026-11-20"}),  # it already happened
+    ("On 20 November.", {"sailing_date": "date"}, {"sailing_date": "2027-11-20"}),
+])
+def test_the_typed_readers_take_only_what_the_message_gives(text, fields, expected):
+    from frontdesk.runtime.extract import extract_values
+
+    assert extract_values(text, fields, now=NOW) == expected
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Not Paris, I've been there twice already.", None),
+    ("It wasn't a fire, thank goodness.", None),
+    ("How long is the crossing to Mull?", None),  # asked about, not chosen
+    ("Porto, not Lisbon", "Porto"),
+    ("Mull please", "Mull"),
+])
+def test_a_listed_value_ruled_out_or_asked_about_is_not_chosen(text, expected):
+    from frontdesk.runtime.extract import named_option
+
+    assert named_option(text, ["Paris", "fire", "Mull", "Porto", "Lisbon"]) == expected
+
+
+def test_an_identifier_in_a_question_is_still_given():
+    assert why_not("O-123", said("where is my order O-123?")) is None

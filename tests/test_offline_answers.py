@@ -159,3 +159,11 @@ def test_the_bank_answers_a_recalled_transfer_question_first(local_model):
     run = offline(prog, ["Can I cancel a transfer I already sent?"], local_model)
     kb = [m for t in run.turns[1:] for m in t.messages if m.agent == "kb"]
     assert kb and kb[0].text.startswith("Immediate transfers cannot be recalled."), kb
+
+
+def test_a_resumed_agent_asks_its_question_again_but_never_repeats_an_answer(local_model, bookstore_db):
+    prog, _ = load_program(BOOKSTORE)
+    run = offline(prog, ["can you recommend a fantasy book?", "what is your return policy?"], local_model)
+    said = [m.text for m in run.turns[2].messages]
+    assert said and said[0].startswith("You can return any book within 30 days")
+    assert not any("Best sellers in fantasy" in text for text in said)  # the list was said once, before

@@ -428,6 +428,12 @@ class RouterAgent(AgentBase):
     guardrails: list[str] = Field(default_factory=list)
     _by_agent: tuple[int, dict[str, RouterMember]] | None = PrivateAttr(default=None)
 
+    def share_arguments(self, agent: str, other: str) -> bool:
+        """Whether two members are bound to the same router argument: the first hands its result to the
+        second (a book chosen for an order)."""
+        bound: dict[str, set[str]] = {m.agent: {b.router_arg for b in m.bindings} for m in self.members}
+        return bool(bound.get(agent, set()) & bound.get(other, set()))
+
     def member(self, agent: str) -> RouterMember | None:
         """The member entry of `agent` (the first, if listed twice), from an index built once (again if
         members were added or removed since)."""

@@ -65,10 +65,80 @@ def extract_values(text: str, fields: dict[str, str], now: datetime | None = Non
             dateless = STAY_LENGTH.sub(lambda m: m.group(0) if any(m.group(2).lower() in n for n in counted)
                                        else " ", dateless)
     for kind, names in by_type.items():
+        if kind in ("date", "datetime") and len(names) == 1 and PAST_FIELD.search(names[0]):
+            found_days = _dates(text, now, with_time=kind == "datetime", past=True)
+            if found_days:
+                found[names[0]] = found_days[0]
+            continue
         values = _values(dateless if kind in ("number", "integer") else text, kind, now)
+        if kind in ("number", "integer") and len(names) == 1 and values:
+            values = _counted(dateless, names[0], kind == "integer")  # not "2 questions" for guests
         for name, value in zip(names, values):
             found[name] = value
     return found
+
+
+def _counted(text: str, name: str, integer: bool) -> list[int | float]:
+    """The numbers of the text that count what field `name` counts (counts_for), in order."""
+    out: list[int | float] = []
+    text = _without_contacts(text)
+    for written in [text] if NUMBER.search(text) else [digits_for_words(text)]:
+        for found in NUMBER.finditer(written):
+            if counts_for(written[:found.start()], written[found.end():], name):
+                value = float(found.group(0).replace(",", "."))
+                out.append(int(value) if value.is_integer() or integer else value)
+        if out:
+            break
+    return out
+
+
+# what a number counts, by the word after it: a number of something else is not this field's value
+_UNITS = {
+    "people": {"people", "persons", "person", "adults", "adult", "kids", "children", "child", "guests", "guest",
+               "passengers", "passenger", "travellers", "travelers", "pax", "seats", "seat", "tickets", "ticket"},
+    "money": {"pounds", "pound", "euros", "euro", "eur", "dollars", "dollar", "usd", "gbp", "quid", "bucks",
+              "cents", "pence", "gbp.", "k"},
+    "time": {"nights", "night", "days", "day", "weeks", "week", "months", "month", "hours", "hour", "minutes",
+             "years", "year"},
+}
+_UNIT_FIELDS = {
+    "people": ("guest", "passeng", "people", "person", "party", "adult", "travel", "pax", "seat", "ticket", "size",
+               "count", "number_of"),
+    "money": ("amount", "price", "cost", "total", "fee", "balance", "budget", "sum", "pay", "value", "limit",
+              "deposit", "estimate"),
+    "time": ("night", "day", "stay", "duration", "length", "week", "month", "hour", "year", "age", "term"),
+}
+_TIME_OF_DAY = re.compile(r"(?i)^\s*(?:am|pm|a\.m\.|p\.m\.|o'?clock|in the (?:morning|afternoon|evening)|h\b|:\d)")
+_TIME_BEFORE = re.compile(r"(?i)\b(?:at|before|after|until|till|by|from|around)\s*$")
+
+
+_MEASURES = frozenset("kg kgs kilo kilos kilograms g grams km kms miles mile m metres meters cm mm lb lbs "
+                      "oz litres liters l ml percent gb mb tb inches inch ft feet tonnes tons degrees".split())
+_FILLER = frozenset("a an the and or of to in on at for by with from my your our it is are be please thanks".split())
+
+
+def counts_for(before: str, after: str, name: str) -> bool:
+    """Whether a number, with the text `before` and `after` it, is a value for the number field `name`:
+    not a time of day ("before 9 in the morning") and not a number of something else ("I have 2
+    questions" for guests, "2 cards" for an amount); a field named for a count takes any ("2 books")."""
+    field = name.lower()
+    timed = any(w in field for w in ("time", "hour", "when"))
+    if not timed and (_TIME_OF_DAY.match(after) or (_TIME_BEFORE.search(before) and not re.match(r"\s*[a-z]", after))):
+        return False
+    following = re.match(r"\s*([a-z]+)", after.lower())
+    word = following.group(1) if following else ""
+    if not word or word in _FILLER or word in {"more", "total", "altogether", "please", "thanks", "each", "max"}:
+        return True
+    if any(word.startswith(w[:4]) or w.startswith(word[:4]) for w in re.split(r"[_\W]+", field) if len(w) >= 4):
+        return True  # "3 rooms" for rooms, "2 nights" for nights
+    if word in _MEASURES or any(stem in field for stem in ("quant", "qty", "count", "num", "many", "copies", "items")):
+        return True  # a count of whatever the user names ("2 books" for quantity)
+    for unit, words in _UNITS.items():
+        if word in words:
+            return any(stem in field for stem in _UNIT_FIELDS[unit]) or not field
+    # "2 questions", "2 bikes": a number of something else; a word after it that counts nothing ("item 3
+    # cost") says nothing
+    return not field or not (len(word) > 3 and word.endswith("s") and not word.endswith("ss"))
 
 
 def stay_days(text: str) -> int | None:
@@ -105,13 +175,19 @@ def _phones(text: str) -> list[str]:
     return out
 
 
-def _numbers(text: str, integer: bool) -> list[int | float]:
-    without_dates = EMAIL.sub(" ", text)
-    if len(re.findall(r"\d", without_dates)) >= 7:  # a phone number is not a count of anything
+def _without_contacts(text: str) -> str:
+    """The text without its e-mail addresses and phone numbers (a phone number is no count of anything)."""
+    text = EMAIL.sub(" ", text)
+    if len(re.findall(r"\d", text)) >= 7:
         import phonenumbers
 
-        for match in phonenumbers.PhoneNumberMatcher(without_dates, "US"):
-            without_dates = without_dates.replace(match.raw_string, " ")
+        for match in phonenumbers.PhoneNumberMatcher(text, "US"):
+            text = text.replace(match.raw_string, " ")
+    return text
+
+
+def _numbers(text: str, integer: bool) -> list[int | float]:
+    without_dates = _without_contacts(text)
     out: list[int | float] = []
     for raw in NUMBER.findall(without_dates):
         value = float(raw.replace(",", "."))
@@ -130,10 +206,17 @@ def digits_for_words(text: str) -> str:
         return text
     from text_to_num import alpha2digit
 
+    # "which one", "the blue one", "one of them": a pronoun, not the number 1
+    kept = _PRONOUN_ONE.sub(lambda m: m.group(0)[:-3] + "\x00", text)
     try:
-        return alpha2digit(text, "en", threshold=0)
+        return alpha2digit(kept, "en", threshold=0).replace("\x00", "one")
     except Exception:  # noqa: BLE001 - an odd text gives no number, not an error
         return text
+
+
+_PRONOUN_ONE = re.compile(r"(?i)\b(?:which|this|that|the|any|each|every|no|another|other|same|last|next|right|"
+                          r"wrong|new|old|[a-z]+(?:er|est)|blue|red|green|black|white|big|small|cheap)\s+one\b|"
+                          r"\bone(?=\s+(?:of|more|another|day|thing)\b)")
 
 
 def _yes_no(text: str) -> bool | None:
@@ -170,14 +253,42 @@ _DAY_WORDS = re.compile(r"(?i)\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|d
                         r"\d{1,4}[/.-]\d{1,2}|\b\d{4}\b|\b\d{1,2}(?:st|nd|rd|th)\b")
 
 
-def names_a_day(phrase: str, value: datetime) -> bool:
-    """Whether a phrase the date library read names a day: a month, a weekday, a relative day, a written
-    date; not a time alone ("3pm") nor a number read as a far-off year ("ends in 4471")."""
-    return 1900 <= value.year <= 2200 and bool(_DAY_WORDS.search(phrase))
+_MONTH_ONLY = re.compile(r"(?i)^\W*(?:in|during|for|of|by|this|next|last|early|late|mid|the)?\s*"
+                         r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\W*(?:\d{4})?\W*$")
+_TWO_DAYS = re.compile(r"(?i)\b(?:the\s+)?day\s+(after\s+tomorrow|before\s+yesterday)\b")
+# a date field about something that already happened: a day without a year is the last one, not the next
+PAST_FIELD = re.compile(r"(?i)incident|happen|occur|birth|dob|born|purchase|bought|issued|lost|stolen|since|last_|"
+                        r"accident|loss|damage|delivered_on|received")
 
 
-def _dates(text: str, now: datetime | None, with_time: bool) -> list[str]:
-    found = _found_dates(text, _date_settings(now))
+def names_a_day(phrase: str, value: datetime, month_ok: bool = False) -> bool:
+    """Whether a phrase the date library read names a day: a day of a month, a weekday, a relative day,
+    a written date; not a time alone ("3pm"), a month alone ("in December", unless `month_ok`), nor a
+    number read as a far-off year ("ends in 4471")."""
+    if not 1900 <= value.year <= 2200 or not _DAY_WORDS.search(phrase):
+        return False
+    return month_ok or not _MONTH_ONLY.match(phrase)
+
+
+def _relative_days(text: str, now: datetime | None) -> str:
+    """"The day after tomorrow" / "the day before yesterday" written as the date (the date library reads
+    only "tomorrow" in them)."""
+    if now is None or not _TWO_DAYS.search(text):
+        return text
+    from datetime import timedelta
+
+    def day(match: re.Match) -> str:
+        shift = 2 if match.group(1).lower().startswith("after") else -2
+        return (now + timedelta(days=shift)).date().isoformat()
+
+    return _TWO_DAYS.sub(day, text)
+
+
+def _dates(text: str, now: datetime | None, with_time: bool, past: bool = False) -> list[str]:
+    settings = _date_settings(now)
+    if past:
+        settings["PREFER_DATES_FROM"] = "past"
+    found = _found_dates(_relative_days(text, now), settings)
     out = []
     for phrase, value in found:
         if not re.search(r"[A-Za-z]{3,}|\d", phrase) or phrase.strip().isdigit() or not names_a_day(phrase, value):
@@ -223,7 +334,7 @@ def _choice(text: str, options: list[str], synonyms: dict[str, list[str]] | None
     ("Porto, not Lisbon"; "it wasn't a fire")."""
     def said(phrase: str) -> bool:
         flat = re.sub(r"[\W_]+", " ", str(phrase).lower()).strip()
-        return bool(flat) and said_as_meant(flat, text)
+        return bool(flat) and said_as_meant(flat, text, choosing=True)
 
     hits = [o for o in options if said(o)]
     if not hits and synonyms:  # no option named: one whose phrases the message uses
@@ -235,14 +346,22 @@ def _choice(text: str, options: list[str], synonyms: dict[str, list[str]] | None
 RULED_OUT = re.compile(r"(?i)(?:\b(?:not|no|never|except|but not|rather than|instead of|other than|anything but)|n't)"
                         r"(?:\s+(?:\w+)){0,2}\s*$")
 
-def said_as_meant(flat: str, text: str) -> bool:
-    """`flat` (a value, lowercase words) is in the text, once at least not ruled out ("not Paris")."""
-    said = re.sub(r"[^\w']+|_", " ", text.lower().replace("’", "'"))
+def said_as_meant(flat: str, text: str, choosing: bool = False) -> bool:
+    """`flat` (a value, lowercase words) is in the text, once at least as the user's answer: not only
+    where they rule it out ("not Paris", "it wasn't a fire") or, for a listed value being chosen
+    (`choosing`), ask about it ("How long is the crossing to Mull?")."""
     pattern = r"\W+".join(re.escape(w) for w in flat.split())
-    for found in re.finditer(rf"(?<!\w){pattern}(?!\w)", said):
-        if not RULED_OUT.search(said[:found.start()]):
-            return True
+    for sentence in re.split(r"(?<=[.!?])\s+", text.replace("’", "'")):
+        if choosing and sentence.rstrip().endswith("?") and WH_QUESTION.match(sentence):
+            continue  # a listed value asked about is not chosen (an order number in a question is given)
+        said = re.sub(r"[^\w']+|_", " ", sentence.lower())
+        for found in re.finditer(rf"(?<!\w){pattern}(?!\w)", said):
+            if not RULED_OUT.search(said[:found.start()]):
+                return True
     return False
+
+
+WH_QUESTION = re.compile(r"(?i)\s*(?:and\s+|so\s+|but\s+)?(?:how|what|when|where|which|why|who|whose)\b")
 
 
 

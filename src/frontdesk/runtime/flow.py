@@ -80,6 +80,9 @@ HANDOFFS_FIRED = "handoffs_fired"  # frame.locals: the agents a HANDOFF WHEN han
 _FREE_TEXT = re.compile(r"(?:^|_)(description|details?|reason|notes?|comments?|message|issue|problem|summary|"
                         r"explanation|feedback|complaint|request|address|instructions|symptoms?|what_happened)(?:_|$)")
 FREE_TEXT_WORDS = 60
+# an answer that declines to answer: never a free-text value
+_NO_ANSWER = re.compile(r"(?i)\b(?:rather not|prefer not|don'?t want to|do not want to|won'?t say|not telling|no comment|"
+                        r"don'?t know|do not know|not sure|no idea|skip (?:it|this|that)|pass on that|none of your)\b")
 # what a typed GATHER field expects, said when nothing in the answer can be read as one
 _TYPE_EXPECTED = {
     "date": "I need a date, for example tomorrow or March 15.",
@@ -116,6 +119,23 @@ def _contradicts(message: str, choice: str, options) -> bool:
         return False
     signs = {polarity(example) for example in option.examples} - {0}
     return signs == {-said}
+
+
+# A yes or no of at most this many words, no question in it, answers a claims question offline by its sign.
+POLARITY_ANSWER_WORDS = 8
+# "That's everything, thanks." to "anything else?": a no, said as a closing
+_CLOSING = re.compile(r"^(?:that'?s|that is|it'?s)\s+(?:all|everything|it)\b|^nothing\s+else\b", re.IGNORECASE)
+
+
+def _answers_by_polarity(message: str, options) -> str | None:
+    """The one case whose examples say the message's yes or no (every example with a yes or no in it
+    saying the same); None when the message says neither, asks something, is long, or no single case fits."""
+    said = polarity(message) or (-1 if _CLOSING.match(message.strip()) else 0)
+    if not said or "?" in message or len(message.split()) > POLARITY_ANSWER_WORDS:
+        return None
+    fitting = [o.key for o in options
+               if ({polarity(example) for example in o.examples} - {0}) == {said}]
+    return fitting[0] if len(fitting) == 1 else None
 
 
 class FlowExecutor:
@@ -1230,7 +1250,11 @@ class FlowExecutor:
         if field is None or field.type != "string" or _choices(field, ctx.program.agents[frame.agent])[0] or \
                 any(v.kind == "pattern" for v in field.validations):
             return {}
-        text = short_answer(ctx.input.text or "")
+        said = (ctx.input.text or "").strip()
+        first = said.split()[0].lower().strip(",.!?") if said else ""
+        if said.endswith("?") or first in _QUESTION_WORDS or _NO_ANSWER.search(said):
+            return {}  # a question, a refusal or a shrug is no value ("I'd rather not say")
+        text = short_answer(said)
         if text is None and _FREE_TEXT.search(field.name):
             # a field that asks for the user's own words ("Briefly, what was damaged?"): the whole answer,
             # when it is one and not a question
@@ -1327,6 +1351,15 @@ class FlowExecutor:
             ctx.log.emit("step", frame.agent, action="embedding choice contradicts the answer's yes or no",
                          node=branch.id, choice=decision.choice)
             decision = replace(decision, sure=False)
+        if (not decision.sure or decision.choice is None) and not ctx.llm_classifies and not tentative:
+            answered = _answers_by_polarity(message, claims_options(branch))
+            if answered is not None:
+                # with no LLM, a short plain yes or no ("No, that's all I want.") takes the one case whose
+                # examples say the same, however close its wording is to theirs
+                frame.data.decided_by[branch.id] = "yes or no"
+                ctx.log.emit("step", frame.agent, action="claims decided by the answer's yes or no", node=branch.id,
+                             choice=answered, best=decision.best, score=round(decision.score, 3))
+                return answered
         if decision.sure or not ctx.llm_classifies or tentative:
             # A message that started the agent was a request for its task; it answers the question
             # the agent has not asked yet only when the model is sure of it (no LLM call for that).

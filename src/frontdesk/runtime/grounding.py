@@ -103,7 +103,7 @@ def why_not(value: Any, evidence: Evidence, kind: str | None = None, options: li
     if isinstance(value, (int, float)) or kind in ("number", "integer"):
         number = _as_number(value)
         if number is not None:
-            return None if _number_said(number, texts) else f"{value} is no number the user gave"
+            return None if _number_said(number, texts, name) else f"{value} is no number the user gave for {name or 'it'}"
     text = str(value).strip()
     if _YEAR_MONTH.match(text) and _date_said(text, texts, evidence.now, prefix=7):
         return None
@@ -121,7 +121,7 @@ def why_not(value: Any, evidence: Evidence, kind: str | None = None, options: li
         return None if any(text.lower() in t.lower() for t in texts) else f"{text} is no address the user gave"
     if options:
         if any(extract._choice(t, [str(o) for o in options], synonyms) == text and
-               extract.said_as_meant(re.sub(r"[\W_]+", " ", text.lower()).strip(), t) for t in texts):
+               extract.said_as_meant(re.sub(r"[\W_]+", " ", text.lower()).strip(), t, choosing=True) for t in texts):
             return None
         if any(extract._choice(t, [str(o) for o in options], synonyms) == text for t in texts) and \
                 not any(text.lower() in t.lower() for t in texts):
@@ -194,14 +194,25 @@ def _as_number(value: Any) -> float | None:
         return float(found[0]) if len(found) == 1 else None
 
 
-def _number_said(number: float, texts: list[str]) -> bool:
+def _number_said(number: float, texts: list[str], name: str = "") -> bool:
+    """The number is in the user's words (digits, words, a thousands separator), as a number of what
+    the field counts: not a time of day ("before 9 in the morning") and not a number of something
+    else ("I have 2 questions" for guests, "2 cards" for an amount)."""
     for text in texts:
-        found = extract._numbers(text, integer=False) + extract._numbers(extract.digits_for_words(text), False)
-        if any(abs(float(n) - number) < 1e-9 for n in found):
-            return True
-        if re.search(rf"(?<![\d.]){re.escape(_plain(number))}(?![\d])", text.replace(",", "")):
-            return True  # 1,200 written with a thousands separator
+        for written in dict.fromkeys([text, extract.digits_for_words(text)]):
+            plain = written.replace(",", "") if re.search(r"\d,\d{3}\b", written) else written
+            for found in re.finditer(r"(?<![\w.-])-?\d+(?:\.\d+)?(?![\w-])", plain):
+                try:
+                    if abs(float(found.group(0)) - number) > 1e-9:
+                        continue
+                except ValueError:
+                    continue
+                if extract.counts_for(plain[:found.start()], plain[found.end():], name):
+                    return True
     return False
+
+
+
 
 
 def _plain(number: float) -> str:
@@ -219,8 +230,8 @@ def _date_said(text: str, texts: list[str], now: datetime | None, prefix: int = 
         for part in dict.fromkeys([said, *(p for p in re.split(r"[,;()]", said) if p.strip())]):
             for preference in ("future", "past"):
                 settings = {**extract._date_settings(now), "PREFER_DATES_FROM": preference}
-                if any(value.date().isoformat()[:prefix] == day and extract.names_a_day(phrase, value)
-                       for phrase, value in extract._found_dates(part, settings)):
+                if any(value.date().isoformat()[:prefix] == day and extract.names_a_day(phrase, value, prefix < 10)
+                       for phrase, value in extract._found_dates(extract._relative_days(part, now), settings)):
                     return True
     return False
 

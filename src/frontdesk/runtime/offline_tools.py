@@ -14,12 +14,15 @@ said plainly, as the tool gave it. The small local generator never chooses a too
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from frontdesk.nlu.base import Option, Thresholds
 from frontdesk.runtime import extract
-from frontdesk.runtime.context import Outcome, TurnContext
 from frontdesk.runtime.state import Frame
+from frontdesk.runtime.steps import Outcome
+
+if TYPE_CHECKING:  # pragma: no cover - runtime.context imports the rules, which import policies (and this)
+    from frontdesk.runtime.context import TurnContext
 
 # A tool is chosen when its score reaches TOOL_FLOOR and beats the next tool's by TOOL_MARGIN (the routing
 # score: embeddings and keywords). On the bookstore's recommender "can you recommend a fantasy book?" scores
@@ -27,13 +30,23 @@ from frontdesk.runtime.state import Frame
 # to order a book" leads by 0.01 only.
 TOOL_FLOOR = 0.40
 TOOL_MARGIN = 0.10
+# A message naming a value a tool's parameter lists chooses that tool from this score ("Mystery, please." 0.36).
+NAMED_FLOOR = 0.25
+# A message giving the name a tool's only required parameters ask for (a book's title) chooses it from this score
+# ("I want to buy The Lantern Room Murders." 0.18 for query_book_genre).
+NAME_FLOOR = 0.15
+# A message's noun stands for a tool's ("novel" for "books") at this similarity (all-MiniLM-L6-v2: novel/books
+# 0.63, novel/book 0.77; paperback/books about 0.5).
+KIND_NOUN = 0.60
 PENDING = "_offline_tool"  # frame.locals: the tool waiting for an argument the agent asked for
 # Undeclared (ADL tools declare nothing): a tool whose name starts with one of these changes something.
 _CHANGING = {"add", "append", "assign", "block", "book", "buy", "cancel", "change", "charge", "close", "create",
              "delete", "deposit", "disable", "enable", "escalate", "file", "freeze", "insert", "issue", "lock",
-             "make", "modify", "open", "pay", "place", "post", "purchase", "put", "record", "refund",
+             "make", "modify", "open", "pay", "place", "post", "process", "purchase", "put", "record", "refund",
              "register", "remove", "renew", "replace", "reserve", "reset", "save", "schedule", "send", "set",
              "submit", "transfer", "unblock", "unlock", "update", "upsert", "withdraw", "write"}
+_PREFIXES = {"action", "actions", "tool", "tools", "api", "fn", "func", "function", "cmd", "command", "do", "run",
+             "exec", "execute", "op", "task", "utter"}
 _QUOTED = re.compile(r"\"([^\"]{1,80})\"|“([^”]{1,80})”|(?<![\w])'([^']{1,80})'(?![\w])")
 _BY_NAME = re.compile(r"\bby\s+((?:[A-Z][\w'.-]*)(?:\s+(?:[A-Z][\w'.-]*|de|van|von|le|la|du)){0,3})")
 
@@ -43,8 +56,12 @@ def changes_something(tdef) -> bool:
     conf = tdef.confirmation
     if conf is not None:
         return bool(conf.side_effects) or conf.require == "always"
-    first = re.split(r"[_\W]+", tdef.name.lower().strip("_"))[0] if tdef.name else ""
-    return first in _CHANGING
+    # its verb: the first word of its name, after a prefix that names no action ("action_remove_payee"
+    # changes something as "remove_payee" does; "query_book_genre" does not)
+    words = [w for w in re.split(r"[_\W]+", tdef.name.lower()) if w] if tdef.name else []
+    while len(words) > 1 and words[0] in _PREFIXES:
+        words = words[1:]
+    return bool(words) and words[0] in _CHANGING
 
 
 def usable_tools(ctx: TurnContext, agent, hidden=()) -> list:
@@ -94,6 +111,80 @@ def choose_tool(ctx: TurnContext, agent, text: str, tools: list):
     return chosen, best, score, lead, scores
 
 
+def held_args(ctx: TurnContext, agent, tdef, given: dict[str, Any]) -> dict[str, Any]:
+    """The parameters of `tdef` the message does not give that the agent's own arguments hold, by the same
+    name (the username the session knows): values the session has, not read from the message."""
+    values = ctx.values(agent.name)
+    out = {}
+    for param in tdef.params:
+        if param.name in given:
+            continue
+        value = values.get(param.name)
+        if value is None or (isinstance(value, str) and not value.strip()) or value in ([], {}):
+            continue
+        out[param.name] = value
+    return out
+
+
+def first_step_tool(ctx: TurnContext, agent, tools: list) -> str | None:
+    """The tool the agent's prompt says to call first ("1. ... Call "action_ask_account" with the username
+    to show the user their accounts"), when it changes nothing and every required argument is held by the
+    agent already: what the agent does first when it starts on a message that asks for no tool clearly."""
+    prompt = getattr(agent, "instructions", "") or ""
+    by_name = {t.name: t for t in tools}
+    first = None
+    for match in re.finditer(r"[A-Za-z_][\w]*", prompt):
+        if match.group(0) in agent.tools:
+            first = match.group(0)
+            break
+    tdef = by_name.get(first) if first else None  # the first tool it names, if it may run offline
+    if tdef is None:
+        return None
+    held = held_args(ctx, agent, tdef, {})
+    return tdef.name if all(p.name in held for p in tdef.params if p.required) else None
+
+
+def next_step_tool(ctx: TurnContext, agent, ran: str, tools: list):
+    """The tool the agent's prompt names next after `ran` (a later step), when it changes nothing and the
+    agent now holds every argument it needs (what `ran` returned); None otherwise."""
+    prompt = getattr(agent, "instructions", "") or ""
+    names = [m.group(0) for m in re.finditer(r"[A-Za-z_]\w*", prompt) if m.group(0) in agent.tools]
+    later = [n for n in names[names.index(ran) + 1:] if n != ran] if ran in names else []
+    by_name = {t.name: t for t in tools}
+    tdef = by_name.get(later[0]) if later else None
+    if tdef is None:
+        return None
+    held = held_args(ctx, agent, tdef, {})
+    return tdef if all(p.name in held for p in tdef.params if p.required) else None
+
+
+def named_choice(ctx: TurnContext, agent, text: str, tools: list, scores: dict) -> str | None:
+    """With no tool clear by meaning alone, the one tool within reach (NAMED_FLOOR) for which the message
+    names a value one of its parameters lists, or the kind it is about ("Mystery, please." for the tool
+    whose genre lists "mystery"; "do you have history books too?" for the one about books of a genre);
+    None when no tool or several do."""
+    named = []
+    for tdef in tools:
+        if scores.get(tdef.name, 0.0) < NAME_FLOOR:
+            continue
+        required = [p for p in tdef.params if p.required]
+        if scores.get(tdef.name, 0.0) >= NAME_FLOOR and required and all(_names_a_name(p) for p in required) and \
+                all(p.name in ground_args(ctx, agent, tdef, text) for p in required):
+            named.append(tdef.name)  # "I loved Dune.": the tool of a book's name, the name given
+            continue
+        if scores.get(tdef.name, 0.0) < NAMED_FLOOR:
+            continue
+        for param in tdef.params:
+            options, closed = listed_values(ctx, agent, param)
+            if not options:
+                continue
+            if named_value(text, options) is not None or \
+                    (not closed and _names_kinds(param, options) and kind_named(ctx, agent, tdef, text)):
+                named.append(tdef.name)
+                break
+    return named[0] if len(named) == 1 else None
+
+
 # ---- arguments: only what the message gives ------------------------------------------------------------
 
 
@@ -111,8 +202,8 @@ def listed_values(ctx: TurnContext, agent, param) -> tuple[list[str], bool]:
     if field is not None and getattr(field, "options", None):
         return [str(o) for o in field.options], True
     quoted = [next(g for g in m.groups() if g) for m in _QUOTED.finditer(param.description or "")]
-    if len(quoted) >= 2:
-        return quoted, False
+    if len(quoted) >= 2 or (quoted and re.search(r"\b(?:e\.g\.|for example|such as)", param.description or "")):
+        return quoted, False  # one example said as one ("e.g. "savings"") is an example too
     return [], False
 
 
@@ -150,6 +241,65 @@ def named_value(text: str, options: list[str]) -> str | None:
     return hits[0][0] if len(hits) == 1 else None
 
 
+# Words that say which of a kind without naming one ("any good books", "other books"): never a value.
+_NOT_A_KIND = {"a", "an", "the", "any", "some", "other", "another", "more", "few", "many", "several", "good",
+               "great", "nice", "new", "newer", "old", "older", "best", "better", "top", "similar", "same",
+               "different", "cheap", "cheaper", "interesting", "popular", "recent", "latest", "used", "short",
+               "long", "big", "small", "favourite", "favorite", "this", "that", "these", "those", "your", "my",
+               "our", "their", "his", "her", "its", "all", "no", "what", "which", "whose", "such", "few", "own",
+               "one", "two", "three", "couple", "lot", "lots", "kind", "type", "sort", "kinds", "types", "sorts",
+               "of", "for", "to", "in", "on", "with", "and", "or", "me", "you", "us", "them", "it", "some",
+               "like", "love", "loved", "want", "need", "have", "got", "get", "buy", "order", "add", "recommend",
+               "suggest", "please", "too", "also", "really", "very", "just", "only", "still", "again", "fun",
+               "light", "easy", "classic", "famous", "bestselling", "selling", "cool", "awesome", "amazing"}
+
+
+def _heads(ctx: TurnContext, agent, tdef) -> list[str]:
+    """The nouns a tool and its agent are about, in their descriptions' words ("books" of "Find the best-selling
+    books of a genre")."""
+    words = re.findall(r"[a-z]+", f"{tdef.description} {getattr(agent, 'description', '')}".lower())
+    return sorted({w for w in words if len(w) > 3 and w not in _NOT_A_KIND})
+
+
+def _same_noun(word: str, heads: list[str]) -> bool:
+    return any(word == h or word.rstrip("s") == h.rstrip("s") for h in heads)
+
+
+def _names_kinds(param, options: list[str]) -> bool:
+    """Whether a parameter's examples are kinds in words ("mystery", "savings"), not numbers, dates or codes."""
+    return _kind(param) is None and all(re.fullmatch(r"[A-Za-z][A-Za-z '-]*", str(o)) for o in options)
+
+
+def kind_named(ctx: TurnContext, agent, tdef, text: str) -> str | None:
+    """For a parameter that names a kind of what the tool is about (its description's examples an open list:
+    "e.g. "mystery", "fantasy" ..."), the kind the message names in the user's own word right before that
+    noun: "romance" in "a romance novel", "history" in "history books". The noun is one of the tool's or
+    its agent's descriptions ("books"), or a word the embedding model finds close to one ("novel"); a word
+    that only says which ("any", "good", "other") or one of the descriptions' own words is never a kind.
+    None when the message names none, or more than one."""
+    heads = _heads(ctx, agent, tdef)
+    own = set(re.findall(r"[a-z]+", f"{tdef.description} {getattr(agent, 'description', '')}".lower()))
+    pairs = [(m.group(1), m.group(2)) for m in
+             re.finditer(r"(?<![\w'-])([a-z][a-z-]*)(?=\s+([a-z]+)\b)", text.lower())]
+    pairs = [(mod, head) for mod, head in pairs
+             if mod not in _NOT_A_KIND and mod not in own and len(mod) > 2 and head not in _NOT_A_KIND]
+    if not pairs:
+        return None
+    found = [mod for mod, head in pairs if _same_noun(head, heads)]
+    if not found and ctx.understanding is not None:
+        others = sorted({head for _, head in pairs if not _same_noun(head, heads)})
+        try:
+            vectors = ctx.understanding.embedder.encode([*others, *heads])
+        except Exception:  # noqa: BLE001 - no model: only the descriptions' own nouns count
+            vectors = None
+        if vectors is not None:
+            close = {w for i, w in enumerate(others)
+                     if max(float(vectors[i] @ vectors[len(others) + j]) for j in range(len(heads))) >= KIND_NOUN}
+            found = [mod for mod, head in pairs if head in close]
+    found = list(dict.fromkeys(found))
+    return found[0] if len(found) == 1 else None
+
+
 def _kind(param) -> str | None:
     if param.type in extract.PATTERN_TYPES:
         return param.type
@@ -165,6 +315,8 @@ def ground_args(ctx: TurnContext, agent, tdef, text: str, asked: str | None = No
         options, closed = listed_values(ctx, agent, param)
         if options:
             value = named_value(text, options)
+            if value is None and not closed and _names_kinds(param, options):
+                value = kind_named(ctx, agent, tdef, text)
             if value is not None:
                 found[param.name] = value
                 continue
@@ -196,6 +348,8 @@ def ground_args(ctx: TurnContext, agent, tdef, text: str, asked: str | None = No
         if value is None and re.search(r"author|writer|artist|composer|director", param.name, re.IGNORECASE):
             by = _BY_NAME.search(text)
             value = by.group(1).strip() if by else None
+        if value is None and _names_a_name(param):
+            value = proper_name(text)
         if value is None and param.name == asked:
             value = extract.short_answer(text)
         if value is not None and str(value).strip():
@@ -205,6 +359,30 @@ def ground_args(ctx: TurnContext, agent, tdef, text: str, asked: str | None = No
         for extra in holders[1:]:
             found.pop(extra)
     return found
+
+
+def _names_a_name(param) -> bool:
+    """A parameter that is a name or a title the user says (book_name, payee_name), not the user's own."""
+    words = [w for w in re.split(r"[_\W]+", param.name.lower()) if w]
+    return bool(param.required and {"name", "title"} & set(words) and not {"user", "username", "login"} & set(words))
+
+
+_NAME_WORD = r"(?:[A-Z][\w'’-]*)"
+_NAME = re.compile(rf"(?<![\w'’]){_NAME_WORD}(?:\s+(?:of|the|and|de|van|von|in|on|a)?\s*{_NAME_WORD})*")
+
+
+def proper_name(text: str) -> str | None:
+    """The one name the message gives in capitals, away from the start of a sentence ("Dune" in "I loved Dune.",
+    "Olivia Grant" in "send money to Olivia Grant"); None when it gives none or several."""
+    found = []
+    for match in _NAME.finditer(text):
+        before = text[:match.start()].rstrip()
+        name = match.group(0).strip()
+        if not before or before[-1] in ".!?:;\"“" or name in ("I", "I'm", "I'd", "I've", "I'll"):
+            continue
+        found.append(name)
+    found = list(dict.fromkeys(found))
+    return found[0] if len(found) == 1 else None
 
 
 def _number(ctx: TurnContext, text: str, param, tdef, asked: str | None):
@@ -243,6 +421,115 @@ def question_for(ctx: TurnContext, agent, tdef, param) -> str:
     if param.description.strip():
         return f"What {label} should I use? ({param.description.strip().rstrip('.')}.)"
     return f"What {label} should I use?"
+
+
+# ---- what the agent hands back: an item its tools listed that the user takes ---------------------------
+
+LISTED = "_offline_listed"  # frame.locals: the items (texts) the agent's tools listed offline, newest last
+_ARTICLE = re.compile(r"^(?:the|a|an)\s+", re.IGNORECASE)
+
+
+def keep_listed(frame: Frame, result) -> None:
+    """Keeps the items a tool listed (an argument update that is a list of short texts: the titles of
+    find_bestsellers), so the user can take one by name."""
+    if not result.ok:
+        return
+    listed = frame.locals.setdefault(LISTED, [])
+    for value in (result.args or {}).values():
+        if isinstance(value, list) and value and all(isinstance(v, str) and 0 < len(v) <= 80 for v in value):
+            listed.extend(v for v in value if v not in listed)
+
+
+def handed_back_args(agent) -> list[tuple[str, bool]]:
+    """The agent's arguments its prompt says to set before it completes ("append the exact title ... to the
+    argument "book_wanted" ..., and then complete this agent"), each with whether it is a list to add to."""
+    prompt = getattr(agent, "instructions", "") or ""
+    out = []
+    for sentence in re.split(r"(?<=[.!?])\s+|\n+", prompt):
+        if not re.search(r"\b(?:complete|finish)\b", sentence, re.IGNORECASE):
+            continue
+        for name in agent.arg_names():
+            if re.search(rf"(?<![\w]){re.escape(name)}(?![\w])", sentence):
+                out.append((name, bool(re.search(r"\b(?:append|add|list)\b", sentence, re.IGNORECASE))))
+    return out
+
+
+def _names(text: str, item: str) -> bool:
+    lowered = " ".join(re.findall(r"[\w']+", text.lower()))
+    words = " ".join(re.findall(r"[\w']+", item.lower()))
+    short = " ".join(re.findall(r"[\w']+", _ARTICLE.sub("", item).lower()))
+    return any(w and re.search(rf"(?<![\w']){re.escape(w)}(?![\w'])", lowered)
+               for w in {words, short} if len(w) >= 3)
+
+
+def taken_item(ctx: TurnContext, agent, frame: Frame, text: str) -> tuple[str, Any] | None:
+    """(argument, its new value) when the message takes an item the agent's tools listed (see hand_back)."""
+    listed = list(frame.locals.get(LISTED) or [])
+    for tool in agent.tools:  # what its tools listed last in the session (an earlier activation of it)
+        record = ctx.state.results.get(tool)
+        if record is not None and record.status == "success":
+            for value in (record.values or {}).values():
+                if isinstance(value, list) and all(isinstance(v, str) and 0 < len(v) <= 80 for v in value):
+                    listed.extend(v for v in value if v not in listed)
+    targets = handed_back_args(agent)
+    if not listed or not targets or "?" in text:
+        return None
+    wish = re.sub(r"\b(?:i'd|i\s+would|we'd|we\s+would|would|i)\s+(?:really\s+)?like\b", " ", text.lower())
+    if re.search(r"\b(?:no|not|don't|dont|never|nothing|like|similar|than|other|besides|except|instead)\b", wish):
+        return None  # said no to, or named as a likeness ("something like Emberwild"), not taken
+    named = [item for item in listed if _names(text, item)]
+    named = [item for item in named if not any(item != other and _names(other, item) for other in named)]
+    if not named:
+        return None
+    name, is_list = targets[0]
+    current = ctx.values(agent.name).get(name)
+    if is_list or isinstance(current, list):
+        kept = list(current) if isinstance(current, list) else ([current] if current else [])
+        return name, kept + [item for item in named if item not in kept]
+    return (name, named[0]) if len(named) == 1 else None
+
+
+def _hand_on(ctx: TurnContext, agent, frame: Frame) -> None:
+    """Started by a router (no flow called it to come back to), the agent hands the message on to the one
+    member bound to the same router argument as it (what it took is for that one: the order that places
+    the book chosen), as a model that finishes names the agent the message is for next."""
+    below = ctx.router_below(frame)
+    if below is None or len(below[1]) != 1:
+        return
+    router = below[0]
+    takers = [m.agent for m in router.members
+              if m.agent != agent.name and router.share_arguments(agent.name, m.agent)]
+    if len(takers) == 1 and takers[0] not in ctx.input.passed:
+        ctx.input.give_back(frame, "the agent finished its task", used=True)
+        ctx.input.also = takers[0]
+        ctx.log.emit("step", agent.name, action="the message is for another agent", agent=takers[0])
+
+
+def _callers_message(ctx: TurnContext, frame: Frame) -> str:
+    """The message of this turn when a flow called the agent on it just now (the flow read it as an answer:
+    "Yeah, also add The Glass Orbit." to "anything else?"): the agent, which has said nothing yet, may take
+    the item it names, as a model reading the conversation would."""
+    below = ctx.router_below(frame)
+    if below is None or len(below[1]) < 2 or frame.said_since_start or ctx.input.text is None:
+        return ""
+    return ctx.input.text
+
+
+def hand_back(ctx: TurnContext, agent, frame: Frame, text: str) -> Outcome | None:
+    """Offline, the user takes an item the agent's tools listed by naming it ("I'll take The Glass Orbit",
+    "Add Rivers of Empire please"): the item is set in the argument the agent's prompt says to set before it
+    completes (added to it when the prompt calls it a list), and the agent completes, so what comes next
+    (an order flow) goes on. The value is the user's own words and the tool's listing, both; a question or a
+    message that says no takes nothing. None when nothing is taken."""
+    taken = taken_item(ctx, agent, frame, text)
+    if taken is None:
+        return None
+    name, value = taken
+    ctx.log.emit("reasoning_offline", agent.name, action="take", arg=name, value=value)
+    ctx.write(agent.name, name, value, agent.name, why="named by the user from what the agent's tools listed")
+    _hand_on(ctx, agent, frame)
+    frame.waiting = False
+    return Outcome.done("success", "the user took what the agent offered", value=ctx.values(agent.name))
 
 
 # ---- what is said -------------------------------------------------------------------------------------
@@ -304,10 +591,17 @@ def offline_tool_turn(ctx: TurnContext, agent, frame: Frame, *, hidden=(), why: 
     # the choice is made among all its tools: a message that asks for one that changes something is
     # told so, rather than answered with another tool
     every = [ctx.program.tools[n] for n in agent.tools if n in ctx.program.tools and n not in hidden]
-    if not text.strip() or not tools or ctx.understanding is None:
+    if not tools or ctx.understanding is None:
         frame.locals.pop(PENDING, None)
         return None
+    if not text.strip():
+        frame.locals.pop(PENDING, None)
+        return hand_back(ctx, agent, frame, _callers_message(ctx, frame))
     by_name = {t.name: t for t in tools}
+    taken = hand_back(ctx, agent, frame, text or _callers_message(ctx, frame))
+    if taken is not None:
+        frame.locals.pop(PENDING, None)
+        return taken
     pending = frame.locals.pop(PENDING, None)
     tdef = args = None
     score = None
@@ -324,6 +618,10 @@ def offline_tool_turn(ctx: TurnContext, agent, frame: Frame, *, hidden=(), why: 
         if choice is None:
             return None
         chosen, best, score, lead, scores = choice
+        if chosen is None:
+            chosen = named_choice(ctx, agent, text, every, scores)
+            if chosen is not None:
+                score = scores.get(chosen, score)
         if chosen is not None and chosen not in by_name:  # it changes something: never run offline
             ctx.log.emit("reasoning_offline", agent.name, action="not run", tool=chosen, score=score,
                          reason="the tool changes something")
@@ -335,6 +633,12 @@ def offline_tool_turn(ctx: TurnContext, agent, frame: Frame, *, hidden=(), why: 
             frame.data.messages.append({"role": "assistant", "content": words})
             frame.waiting = True
             return Outcome.wait()
+        if chosen is None and not frame.said_since_start:
+            chosen = first_step_tool(ctx, agent, tools)
+            if chosen is not None:
+                ctx.log.emit("reasoning_offline", agent.name, action="first step", tool=chosen, best=best,
+                             score=score, margin=lead)
+                score = scores.get(chosen, score)
         if chosen is None:
             ctx.log.emit("reasoning_offline", agent.name, action="no tool", best=best, score=score, margin=lead,
                          scores=scores)
@@ -345,6 +649,7 @@ def offline_tool_turn(ctx: TurnContext, agent, frame: Frame, *, hidden=(), why: 
             return Outcome.wait()
         tdef = by_name[chosen]
         args = ground_args(ctx, agent, tdef, text)
+    args = {**held_args(ctx, agent, tdef, args), **args}
     missing = [p for p in tdef.params if p.required and p.name not in args]
     if missing:
         param = missing[0]
@@ -359,6 +664,24 @@ def offline_tool_turn(ctx: TurnContext, agent, frame: Frame, *, hidden=(), why: 
         return Outcome.wait()
     ctx.log.emit("reasoning_offline", agent.name, action="tool", tool=tdef.name, args=args, score=score)
     result = ctx.call_tool(tdef.name, args, agent.name, frame)
+    keep_listed(frame, result)
+    following = next_step_tool(ctx, agent, tdef.name, tools) if result.ok else None
+    if following is not None:
+        # the prompt's next step ("Using the genre, call find_bestsellers") with what the first tool gave
+        if not result.bot:
+            words = render_result(result)
+            ctx.say(agent.name, words, frame)
+            frame.data.messages.append({"role": "assistant", "content": words})
+        tdef, args = following, held_args(ctx, agent, following, {})
+        ctx.log.emit("reasoning_offline", agent.name, action="tool", tool=tdef.name, args=args, score=None,
+                     reason="the prompt's next step")
+        result = ctx.call_tool(tdef.name, args, agent.name, frame)
+        keep_listed(frame, result)
+        if result.ok and not result.bot:
+            taken = taken_item(ctx, agent, frame, text)
+            if taken is not None:
+                # "I want to buy The Lantern Room Murders.": the book looked up is listed, and taken
+                return hand_back(ctx, agent, frame, text)
     if not result.bot:  # what the tool said to the user itself is said already
         words = render_result(result)
         ctx.say(agent.name, words, frame)

@@ -251,15 +251,26 @@ def few_words(message: str) -> bool:
 def shares_data(router, agent: str, other: str) -> bool:
     """Whether two members of a router are bound to the same router argument: the first hands its
     result to the second (a book chosen for an order), so it must finish before the other starts."""
-    bound: dict[str, set[str]] = {}
-    for member in router.members:
-        bound[member.agent] = {b.router_arg for b in member.bindings}
-    return bool(bound.get(agent, set()) & bound.get(other, set()))
+    return router.share_arguments(agent, other)
 
 
 # A message that begins by dropping what the agent was doing (English only; deliberately simple).
 DROPS_TASK = re.compile(r"^\W*(?:oh,?\s+|ok(?:ay)?,?\s+)?(?:never\s*mind|forget\s+(?:it|that|about)|scratch\s+that|"
                         r"cancel\s+(?:that|it)|not\s+now|no,?\s+thanks?|no\s+thank\s+you)\b", re.IGNORECASE)
+
+
+def _takes_offline(ctx: TurnContext, frame: Frame, message: str) -> bool:
+    """Whether the active agent, working without a model that reasons, takes an item its tools listed that
+    the message names (runtime/offline_tools.py taken_item)."""
+    from frontdesk.runtime import offline_tools
+
+    agent = ctx.program.agents.get(frame.agent)
+    if agent is None or not getattr(agent, "tools", None):
+        return False
+    try:
+        return offline_tools.taken_item(ctx, agent, frame, message) is not None
+    except Exception:  # noqa: BLE001 - a check only
+        return False
 
 
 def clear_topic_switch(ctx: TurnContext, frame: Frame, message: str) -> str | None:
@@ -298,6 +309,12 @@ def clear_topic_switch(ctx: TurnContext, frame: Frame, message: str) -> str | No
     elif not ctx.llm_classifies and lead >= OFFLINE_SWITCH_LEAD and decision.scores.get(best, 0.0) >= 0.3:
         by = "embedding (no LLM agent can hand the message on)"
     else:
+        return None
+    if not ctx.llm_classifies and shares_data(router, frame.agent, best) and _takes_offline(ctx, frame, message):
+        # offline, the active agent takes the item it listed that the message names ("Emberwild sounds good,
+        # please order it"), finishes and hands it over, rather than the other agent starting without it
+        ctx.log.emit("step", frame.agent, action=f"no topic switch: {frame.agent} hands what the user took to {best}",
+                     candidate=best)
         return None
     if ctx.llm_classifies and shares_data(router, frame.agent, best):
         # The active agent must finish first and hand its result over: let it decide.

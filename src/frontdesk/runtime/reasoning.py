@@ -11,7 +11,7 @@ from frontdesk.ir.expr import ExprCondition, Ref, memory_ref
 from frontdesk.ir.models import ReasoningAgent
 from frontdesk.llm.base import ChatMessage, LLMError, LLMResponse, ToolCall
 from frontdesk.runtime import extract, fanout, prompts, rules as rules_runtime
-from frontdesk.runtime.context import ChildResult, Outcome, TurnContext
+from frontdesk.runtime.context import ENDS_ON_QUESTION, ChildResult, Outcome, TurnContext
 from frontdesk.runtime.events import register_event_type
 from frontdesk.runtime.grounding import keep_grounded, user_evidence
 from frontdesk.runtime.handoff import receiver_context, return_to_parent_tools
@@ -65,10 +65,10 @@ class ReasoningExecutor:
     def run(self, frame: Frame, ctx: TurnContext) -> Outcome:
         agent: ReasoningAgent = ctx.program.agents[frame.agent]  # type: ignore[assignment]
         inp = ctx.input
-        if frame.reask:  # resumed after another agent: its last words again
+        if frame.reask:  # resumed after another agent: the question it had asked, again
             frame.reask = False
-            if frame.last_prompt:
-                ctx.say(frame.agent, frame.last_prompt, frame)
+            if frame.last_prompt and ENDS_ON_QUESTION.search(frame.last_prompt):
+                ctx.say(frame.agent, frame.last_prompt, frame)  # (an answer it gave is not said twice)
         fresh = not frame.started
         if fresh:
             # A new agent sees the conversation so far, the turn's message included where it was said.
@@ -88,6 +88,20 @@ class ReasoningExecutor:
             return self._loop(agent, frame, ctx)
         new_message = False
         if inp.available_to(frame):
+            if inp.is_open and frame.waiting and self._drops_offline(agent, frame, ctx):
+                # offline, "Never mind that. Where is your shop?" ends the agent's task here (as a model
+                # that reasons hands the message back), rather than leaving it to come back unasked
+                from frontdesk.runtime.policies import DROPS_TASK
+
+                text = inp.text or ""
+                rest = text[DROPS_TASK.match(text).end():]
+                inp.take(frame, "answer")
+                # "No thanks, that's all." is all for this agent; "Never mind. Where is your shop?" is not
+                inp.give_back(frame, "the user dropped the agent's task",
+                              used="?" not in rest and len(re.findall(r"[^\W\d_]+", rest)) <= 3)
+                ctx.log.emit("reasoning_offline", agent.name, action="dropped", reason="the user dropped the task")
+                frame.waiting = False
+                return Outcome.done("success", "the user dropped the task", value=ctx.values(agent.name))
             if inp.is_open and frame.waiting:
                 target = clear_topic_switch(ctx, frame, inp.text or "")
                 if target is not None:
@@ -111,6 +125,17 @@ class ReasoningExecutor:
             frame.data.iterations = 0
             frame.data.refused_finish = False
         return self._loop(agent, frame, ctx)
+
+    @staticmethod
+    def _drops_offline(agent: ReasoningAgent, frame: Frame, ctx: TurnContext) -> bool:
+        """Whether, with no model that reasons, the message opens by dropping the task of the agent, which a
+        router started (not a flow that waits for its result) and which has spoken since."""
+        from frontdesk.runtime.policies import DROPS_TASK
+
+        if model_reasons(ctx) or not DROPS_TASK.match(ctx.input.text or "") or not frame.said_since_start:
+            return False
+        below = ctx.router_below(frame)
+        return below is not None and len(below[1]) == 1
 
     def child_finished(self, frame: Frame, child: ChildResult, ctx: TurnContext) -> None:
         """An agent this one delegated to (or handed the conversation to, to come back) ended: its

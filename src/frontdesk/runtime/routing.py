@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 from frontdesk.ir.expr import ExprCondition
-from frontdesk.ir.models import Ref, RouterAgent, RouterMember
+from frontdesk.ir.models import KnowledgeAgent, Ref, RouterAgent, RouterMember
 from frontdesk.llm.base import LLMError, LLMRequest, LLMResponse
 from frontdesk.nlu.base import Option, Thresholds
 from frontdesk.nlu.matcher import first_term_positions, keyword_scores, polarity
@@ -82,6 +82,31 @@ CLOSING_WORDS = frozenset("thanks thank you so much very a lot ok okay great per
 GOODBYES = ("bye", "goodbye", "thanks, bye", "that's all, goodbye", "that's all I needed, thank you",
             "I'm done, thanks", "see you later", "have a nice day", "no thanks, that's everything", "nothing else, bye")
 GOODBYE_SCORE = 0.8
+
+
+# A message that asks for something to be done ("I want to send some money", "I need to block a card"), not a
+# question: of a knowledge agent and an agent that acts, both close to it, it is for the one that acts.
+REQUEST_TO_ACT = re.compile(r"^\W*(?:(?:ok(?:ay)?|so|hi|hello|well),?\s+)?(?:i\s+(?:want|need|would\s+like|'d\s+like|d\s+like|wish)"
+                            r"|i'd\s+like|please\s+\w+|help\s+me)\b", re.IGNORECASE)
+
+
+def _task_over_knowledge(ctx: TurnContext, text: str, top: list[str]) -> str | None:
+    """With no LLM, of two likeliest agents that are a knowledge agent and one that acts: the one that acts for a
+    request to act (not a question), the knowledge agent for a general question (nothing of the user's in
+    it); None otherwise (the user is asked which)."""
+    if len(top) != 2:
+        return None
+    agents = [ctx.program.agents.get(n) for n in top]
+    knowing = [a for a in agents if isinstance(a, KnowledgeAgent)]
+    acting = [a for a in agents if a is not None and not isinstance(a, (KnowledgeAgent, RouterAgent))]
+    if len(knowing) != 1 or len(acting) != 1:
+        return None
+    if "?" not in text and REQUEST_TO_ACT.match(text):
+        return acting[0].name
+    if text.rstrip().endswith("?") and not re.search(r"\b(?:i|i'm|i'd|i've|me|my|mine)\b", text.lower()):
+        # "What is an authorised payee?": a general question, about nothing of the user's, is the knowledge agent's
+        return knowing[0].name
+    return None
 
 
 class RouterExecutor:
@@ -411,6 +436,11 @@ class RouterExecutor:
                 return pick
         ranked = sorted(decision.scores.items(), key=lambda kv: kv[1], reverse=True)
         top = [name for name, score in ranked[:2] if score >= CLARIFY_FLOOR]
+        doer = _task_over_knowledge(ctx, text, top)
+        if doer is not None:
+            ctx.log.emit("route_decided", router.name, agent=doer, by="embedding (a request to act: the agent that acts)",
+                         score=round(decision.scores.get(doer, 0.0), 3))
+            return doer
         if len(top) < 2:
             ctx.log.emit("route_decided", router.name, agent=None, by="embedding (unsure, no LLM to ask)",
                          score=round(decision.score, 3))
