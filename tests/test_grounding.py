@@ -191,3 +191,13 @@ def test_a_listed_value_ruled_out_or_asked_about_is_not_chosen(text, expected):
 
 def test_an_identifier_in_a_question_is_still_given():
     assert why_not("O-123", said("where is my order O-123?")) is None
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("I'd rather not go into detail.", True), ("Do I need a police report for this?", True),
+    ("Someone broke the back window and took my laptop.", False), ("not sure", True), ("Lisbon", False),
+])
+def test_a_question_a_refusal_or_a_shrug_is_no_free_text_value(text, expected):
+    from frontdesk.runtime.extract import no_answer
+
+    assert no_answer(text) is expected

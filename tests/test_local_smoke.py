@@ -30,15 +30,13 @@ def test_bookstore_conversation_with_smollm2(tmp_path, monkeypatch):
         ["Can you recommend a science fiction book?", "How long does shipping take?", "Thanks, bye!"],
         get_local_provider(), understanding=EmbeddingUnderstanding(embedder), embedder=embedder,
     )
+    # SmolLM2 is loaded but decides nothing (issue 27): the recommender's tool is chosen by the embedding
+    # model and its argument read from the message; any call the small model gets is for words only
     calls = run.events_of("llm_call")
-    assert calls, "SmolLM2 was never asked"
     assert all("error" not in c["data"] for c in calls), [c["data"].get("error") for c in calls]
-    assert {c["data"]["purpose"] for c in calls} <= {"reason", "kb_answer"}  # decisions were the embeddings'
-    for call in calls:
-        for tool_call in call["data"]["response"]["tool_calls"]:
-            # Under the grammar every call names a tool the agent may use, with object arguments.
-            assert tool_call["name"] in {"query_book_genre", "find_bestsellers", "set_args", "finish", "hand_back"}
-            assert isinstance(tool_call["arguments"], dict)
+    assert all(not c["data"]["response"]["tool_calls"] for c in calls)
+    chosen = [e["data"] for e in run.events_of("reasoning_offline") if e["data"].get("action") == "tool"]
+    assert [(c["tool"], c["args"].get("genre")) for c in chosen][:1] == [("find_bestsellers", "science fiction")]
     routes = [e["data"]["agent"] for e in run.events_of("route_decided")]
     assert routes[:1] == ["book_recommendation"]
     assert "Looking forward to serving you next time." in run.bot_lines  # the FAQ, verbatim

@@ -141,6 +141,19 @@ def counts_for(before: str, after: str, name: str) -> bool:
     return not field or not (len(word) > 3 and word.endswith("s") and not word.endswith("ss"))
 
 
+# an answer that declines to answer: never a free-text value
+_DECLINES = re.compile(r"(?i)\b(?:rather not|prefer not|don'?t want to|do not want to|won'?t say|not telling|no comment|"
+                       r"don'?t know|do not know|not sure|no idea|skip (?:it|this|that)|pass on that|none of your)\b")
+_ASKS = re.compile(r"(?i)^\W*(?:what|whats|what's|where|when|why|who|how|which|can|could|would|do|does|did|is|are|"
+                   r"will|should|may)\b")
+
+
+def no_answer(text: str) -> bool:
+    """Whether a message is no value for a text field: a question, a refusal or a shrug."""
+    text = (text or "").strip()
+    return not text or text.endswith("?") or bool(_ASKS.match(text)) or bool(_DECLINES.search(text))
+
+
 def stay_days(text: str) -> int | None:
     """The days a length of stay says ("for 2 nights" 2, "for a week" 7), or None."""
     found = next((m for m in STAY_LENGTH.finditer(text or "") if m.group(0)[:3].lower() == "for"), None)

@@ -35,6 +35,7 @@ from frontdesk.runtime.context import ChildResult, Outcome, TurnContext
 from frontdesk.runtime.events import register_event_type
 from frontdesk.runtime.grounding import keep_grounded
 from frontdesk.runtime.extract import (
+    no_answer,
     PATTERN_TYPES,
     check_value,
     extract_values,
@@ -80,9 +81,6 @@ HANDOFFS_FIRED = "handoffs_fired"  # frame.locals: the agents a HANDOFF WHEN han
 _FREE_TEXT = re.compile(r"(?:^|_)(description|details?|reason|notes?|comments?|message|issue|problem|summary|"
                         r"explanation|feedback|complaint|request|address|instructions|symptoms?|what_happened)(?:_|$)")
 FREE_TEXT_WORDS = 60
-# an answer that declines to answer: never a free-text value
-_NO_ANSWER = re.compile(r"(?i)\b(?:rather not|prefer not|don'?t want to|do not want to|won'?t say|not telling|no comment|"
-                        r"don'?t know|do not know|not sure|no idea|skip (?:it|this|that)|pass on that|none of your)\b")
 # what a typed GATHER field expects, said when nothing in the answer can be read as one
 _TYPE_EXPECTED = {
     "date": "I need a date, for example tomorrow or March 15.",
@@ -1251,8 +1249,7 @@ class FlowExecutor:
                 any(v.kind == "pattern" for v in field.validations):
             return {}
         said = (ctx.input.text or "").strip()
-        first = said.split()[0].lower().strip(",.!?") if said else ""
-        if said.endswith("?") or first in _QUESTION_WORDS or _NO_ANSWER.search(said):
+        if no_answer(said):
             return {}  # a question, a refusal or a shrug is no value ("I'd rather not say")
         text = short_answer(said)
         if text is None and _FREE_TEXT.search(field.name):

@@ -311,7 +311,7 @@ class ReasoningExecutor:
                 patterns={f.name: v.rule for f in missing for v in f.validations if v.kind == "pattern"})
             target = fields.get(asked) if asked else None
             if target is not None and target.name not in found and target.type == "string" and \
-                    not any(v.kind == "pattern" for v in target.validations):
+                    not any(v.kind == "pattern" for v in target.validations) and not extract.no_answer(text):
                 found[target.name] = text.strip()  # the answer to the question asked, in the user's words
             if found:
                 record_fields(ctx, agent, found, fields, by="pattern")
