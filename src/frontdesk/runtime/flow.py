@@ -1252,14 +1252,8 @@ class FlowExecutor:
         if no_answer(said):
             return {}  # a question, a refusal or a shrug is no value ("I'd rather not say")
         text = short_answer(said)
-        if text is None and _FREE_TEXT.search(field.name):
-            # a field that asks for the user's own words ("Briefly, what was damaged?"): the whole answer,
-            # when it is one and not a question
-            said = (ctx.input.text or "").strip()
-            words = said.split()
-            if said and not said.endswith("?") and len(words) <= FREE_TEXT_WORDS and \
-                    words[0].lower() not in _QUESTION_WORDS:
-                text = said
+        if text is None and _FREE_TEXT.search(field.name) and len(said.split()) <= FREE_TEXT_WORDS:
+            text = said  # a field that asks for the user's own words ("Briefly, what was damaged?"): all of them
         if text is None:
             return {}
         return self._apply_extracted({field.name: text}, names, frame, ctx, by_pattern=True)
