@@ -120,11 +120,11 @@ def why_not(value: Any, evidence: Evidence, kind: str | None = None, options: li
     if kind == "email":
         return None if any(text.lower() in t.lower() for t in texts) else f"{text} is no address the user gave"
     if options:
-        if any(extract._choice(t, [str(o) for o in options], synonyms) == text and
-               extract.said_as_meant(re.sub(r"[\W_]+", " ", text.lower()).strip(), t, choosing=True) for t in texts):
+        chosen = [t for t in texts if extract._choice(t, [str(o) for o in options], synonyms) == text]
+        flat = re.sub(r"[\W_]+", " ", text.lower()).strip()
+        if any(extract.said_as_meant(flat, t, choosing=True) for t in chosen):
             return None
-        if any(extract._choice(t, [str(o) for o in options], synonyms) == text for t in texts) and \
-                not any(text.lower() in t.lower() for t in texts):
+        if chosen and not any(text.lower() in t.lower() for t in texts):
             return None  # by a synonym ("someone stole my bike" for theft)
     if _words_said(text, evidence, texts, composed):
         return None
