@@ -167,3 +167,32 @@ def test_a_resumed_agent_asks_its_question_again_but_never_repeats_an_answer(loc
     said = [m.text for m in run.turns[2].messages]
     assert said and said[0].startswith("You can return any book within 30 days")
     assert not any("Best sellers in fantasy" in text for text in said)  # the list was said once, before
+
+
+# ---- an item offered offline, taken by "yes" ------------------------------------------------------------
+
+
+def test_the_offline_recommender_offers_its_top_book_and_yes_takes_it_for_the_order(local_model, bookstore_db):
+    prog, _ = load_program(BOOKSTORE)
+    run = offline(prog, ["Recommend a romance novel please.", "Yes, order it.", "No, that's everything."],
+                  local_model)
+    offered = run.turns[1].messages[-1].text
+    assert offered.splitlines()[-1] == "Would you like Letters to Larkspur?"  # the tool's first, its top seller
+    said = " ".join(m.text for m in run.turns[2].messages)
+    assert "You have selected these books so far: Letters to Larkspur" in said
+    placed = [e["data"] for e in run.events_of("tool_call") if e["data"].get("tool") == "place_order"]
+    assert placed and placed[0]["args"]["ordered_book"] == ["Letters to Larkspur"]
+
+
+def test_no_to_the_offered_book_takes_nothing(local_model, bookstore_db):
+    prog, _ = load_program(BOOKSTORE)
+    run = offline(prog, ["Recommend a romance novel please.", "No, not that one."], local_model)
+    assert not [e for e in run.events_of("reasoning_offline") if e["data"].get("action") == "take"]
+    assert "You have selected these books" not in " ".join(m.text for m in run.turns[2].messages)
+
+
+def test_a_resumed_agent_repeats_only_the_question_of_its_offer(local_model, bookstore_db):
+    prog, _ = load_program(BOOKSTORE)
+    run = offline(prog, ["can you recommend a fantasy book?", "what is your return policy?"], local_model)
+    said = [m.text for m in run.turns[2].messages]
+    assert said[-1] == "Would you like Crown of Ash and Ivy?"

@@ -426,18 +426,44 @@ def question_for(ctx: TurnContext, agent, tdef, param) -> str:
 # ---- what the agent hands back: an item its tools listed that the user takes ---------------------------
 
 LISTED = "_offline_listed"  # frame.locals: the items (texts) the agent's tools listed offline, newest last
+OFFERED = "_offline_offered"  # frame.locals: the one item the agent's last words offered ("Would you like X?")
 _ARTICLE = re.compile(r"^(?:the|a|an)\s+", re.IGNORECASE)
+# "order it", "I'll take that one", "add this one": a message that takes the thing offered without naming it
+_TAKES_IT = re.compile(r"\b(?:order|take|add|buy|get|have|want|like|reserve|choose|pick)\s+(?:it|that|this|that\s+one|"
+                       r"this\s+one|the\s+first(?:\s+one)?)\b", re.IGNORECASE)
 
 
-def keep_listed(frame: Frame, result) -> None:
+def keep_listed(frame: Frame, result) -> list[str]:
     """Keeps the items a tool listed (an argument update that is a list of short texts: the titles of
-    find_bestsellers), so the user can take one by name."""
+    find_bestsellers), so the user can take one by name; returns the tool's list, in its own order."""
     if not result.ok:
-        return
+        return []
     listed = frame.locals.setdefault(LISTED, [])
+    items: list[str] = []
     for value in (result.args or {}).values():
         if isinstance(value, list) and value and all(isinstance(v, str) and 0 < len(v) <= 80 for v in value):
             listed.extend(v for v in value if v not in listed)
+            items.extend(v for v in value if v not in items)
+    return items
+
+
+def offer(agent, frame: Frame, items: list[str]) -> str:
+    """Offline, the agent that hands an item back (its prompt sets one before it completes) offers the first
+    item its tool listed, the tool's own top (a ranked list: best sellers first), as a model following "recommend
+    one ... then ask if they would like to order it" would: the words to add, and the offer kept for the
+    answer ("yes, order it" takes it). No offer when nothing was listed or the agent hands nothing back."""
+    if not items or not handed_back_args(agent):
+        return ""
+    frame.locals[OFFERED] = items[0]
+    return f"Would you like {items[0]}?"
+
+
+def _assents(text: str) -> bool:
+    """Whether the message says yes to what was offered ("Sounds great, yes please", "please order it")."""
+    from frontdesk.nlu.matcher import polarity
+
+    words = re.findall(r"[a-z']+", text.lower())
+    return polarity(text) > 0 or any(polarity(w) > 0 for w in words[:3]) or bool(_TAKES_IT.search(text))
 
 
 def handed_back_args(agent) -> list[tuple[str, bool]]:
@@ -479,6 +505,9 @@ def taken_item(ctx: TurnContext, agent, frame: Frame, text: str) -> tuple[str, A
         return None  # said no to, or named as a likeness ("something like Emberwild"), not taken
     named = [item for item in listed if _names(text, item)]
     named = [item for item in named if not any(item != other and _names(other, item) for other in named)]
+    offered = frame.locals.get(OFFERED)
+    if not named and offered in listed and _assents(text):
+        named = [offered]  # "yes, order it" to "Would you like Letters to Larkspur?"
     if not named:
         return None
     name, is_list = targets[0]
@@ -594,11 +623,15 @@ def offline_tool_turn(ctx: TurnContext, agent, frame: Frame, *, hidden=(), why: 
     if not tools or ctx.understanding is None:
         frame.locals.pop(PENDING, None)
         return None
+    # a flow that called the agent on this turn's message just now read it as an answer ("Yeah, do you have
+    # history books too?" to "anything else?"): the agent reads it too, as a model reading the conversation would
+    text = text or _callers_message(ctx, frame)
     if not text.strip():
         frame.locals.pop(PENDING, None)
-        return hand_back(ctx, agent, frame, _callers_message(ctx, frame))
+        return None
     by_name = {t.name: t for t in tools}
-    taken = hand_back(ctx, agent, frame, text or _callers_message(ctx, frame))
+    taken = hand_back(ctx, agent, frame, text)
+    frame.locals.pop(OFFERED, None)  # an offer is answered by the message right after it, or not at all
     if taken is not None:
         frame.locals.pop(PENDING, None)
         return taken
@@ -664,7 +697,7 @@ def offline_tool_turn(ctx: TurnContext, agent, frame: Frame, *, hidden=(), why: 
         return Outcome.wait()
     ctx.log.emit("reasoning_offline", agent.name, action="tool", tool=tdef.name, args=args, score=score)
     result = ctx.call_tool(tdef.name, args, agent.name, frame)
-    keep_listed(frame, result)
+    items = keep_listed(frame, result)
     following = next_step_tool(ctx, agent, tdef.name, tools) if result.ok else None
     if following is not None:
         # the prompt's next step ("Using the genre, call find_bestsellers") with what the first tool gave
@@ -676,14 +709,14 @@ def offline_tool_turn(ctx: TurnContext, agent, frame: Frame, *, hidden=(), why: 
         ctx.log.emit("reasoning_offline", agent.name, action="tool", tool=tdef.name, args=args, score=None,
                      reason="the prompt's next step")
         result = ctx.call_tool(tdef.name, args, agent.name, frame)
-        keep_listed(frame, result)
+        items = keep_listed(frame, result)
         if result.ok and not result.bot:
             taken = taken_item(ctx, agent, frame, text)
             if taken is not None:
                 # "I want to buy The Lantern Room Murders.": the book looked up is listed, and taken
                 return hand_back(ctx, agent, frame, text)
     if not result.bot:  # what the tool said to the user itself is said already
-        words = render_result(result)
+        words = "\n".join(w for w in (render_result(result), offer(agent, frame, items)) if w)
         ctx.say(agent.name, words, frame)
         frame.data.messages.append({"role": "assistant", "content": words})
     frame.waiting = True

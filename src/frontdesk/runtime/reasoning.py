@@ -68,7 +68,10 @@ class ReasoningExecutor:
         if frame.reask:  # resumed after another agent: the question it had asked, again
             frame.reask = False
             if frame.last_prompt and ENDS_ON_QUESTION.search(frame.last_prompt):
-                ctx.say(frame.agent, frame.last_prompt, frame)  # (an answer it gave is not said twice)
+                # (an answer it gave is not said twice: of a message of several lines, a list then
+                # "Would you like ...?", only the question is)
+                lines = [line for line in frame.last_prompt.splitlines() if line.strip()]
+                ctx.say(frame.agent, lines[-1] if lines else frame.last_prompt, frame)
         fresh = not frame.started
         if fresh:
             # A new agent sees the conversation so far, the turn's message included where it was said.
