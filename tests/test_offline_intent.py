@@ -217,6 +217,14 @@ def test_a_request_to_act_goes_to_the_agent_that_acts_not_the_knowledge_agent(lo
     assert not [e for e in turn_events(run, 1, "step") if e["data"].get("action") == "clarifying question"]
 
 
+def test_a_request_to_act_beats_a_likely_knowledge_answer(local_model, example_db):
+    # the knowledge agent is likeliest (its card passages), by a small margin: the request is the flow's
+    run = offline(BANKING, ["I need to block a card."], local_model)
+    routed = [e["data"] for e in turn_events(run, 1, "route_decided")]
+    assert routed and routed[0]["agent"] == "block_card", routed
+    assert agents_of(run, 1)[0] == "block_card"
+
+
 def test_a_general_question_goes_to_the_knowledge_agent(local_model, example_db):
     run = offline(BANKING, ["I want to send some money.", "Forget it. What is an authorised payee?"], local_model)
     assert agents_of(run, 2) == ["transfer_money", "kb"]

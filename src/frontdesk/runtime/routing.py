@@ -246,6 +246,16 @@ class RouterExecutor:
             return self._by_words(router, ctx, names)
         asked = frame.data.decisions.pop("clarify", None)
         if decision is not None and not decision.sure and not ctx.llm_classifies:
+            ranked = sorted(decision.scores.items(), key=lambda kv: kv[1], reverse=True)
+            doer = None if asked else _task_over_knowledge(
+                ctx, ctx.input.text or "", [name for name, score in ranked[:2] if score >= CLARIFY_FLOOR])
+            if doer is not None:
+                # "I need to block a card", close to the knowledge agent's card passages and to the card flow:
+                # a request to act is for the agent that acts, however the likeliest two are ordered
+                ctx.log.emit("route_decided", router.name, agent=doer,
+                             by="embedding (a request to act: the agent that acts)",
+                             score=round(decision.scores.get(doer, 0.0), 3))
+                return doer
             if not asked and decision.choice is not None and decision.score >= LIKELY_SCORE \
                     and decision.margin >= LIKELY_MARGIN:
                 ctx.log.emit("route_decided", router.name, agent=decision.choice, by="embedding (likely, no LLM)",
