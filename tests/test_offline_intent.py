@@ -166,9 +166,14 @@ def test_the_prompts_first_tool_runs_when_the_agent_starts_on_an_unclear_message
     assert offline_tools.first_step_tool(ctx, agent, tools) is None
 
 
-def test_a_remove_payee_answer_never_runs_the_removal_offline(local_model, example_db):
+def test_a_removal_runs_offline_only_after_a_yes_to_its_summary(local_model, example_db):
+    # the request alone changes nothing: the agent says what it will do and asks (runtime/offline_form.py)
     run = offline(BANKING, ["Please remove Samuel Okafor.", "Yes, remove him."], local_model)
-    assert not [c for i in (1, 2) for c in tool_calls(run, i) if c[0] == "action_remove_payee"]
+    assert not [c for c in tool_calls(run, 1) if c[0] == "action_remove_payee"]
+    summary = " ".join(m.text for m in run.turns[1].messages)
+    assert "Samuel Okafor" in summary and summary.endswith("Shall I go ahead?")
+    assert [c for c in tool_calls(run, 2) if c[0] == "action_remove_payee"] == [
+        ("action_remove_payee", {"username": "Mary Brown", "payee_name": "Samuel Okafor"})]
 
 
 def test_a_prefix_that_names_no_action_is_skipped_but_a_noun_is_no_verb():

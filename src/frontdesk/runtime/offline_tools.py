@@ -7,7 +7,9 @@ message only: a value a parameter lists that the message names, a number or a da
 find (runtime/extract.py), a free text the message marks clearly (quoted, "genre: romance", "by Ursula Le
 Guin", or the answer to the question the agent asked for it). Nothing is invented: a required argument the
 message does not give is asked for. A tool that changes something (declared `side_effects`, one the user
-must confirm, or, undeclared, one whose name says it changes something) never runs offline. The result is
+must confirm, or, undeclared, one whose name says it changes something) is never chosen here; an agent
+whose prompt names one follows that prompt as a form instead (runtime/offline_form.py), and runs it
+only after the user said yes to a summary. The result is
 said plainly, as the tool gave it. The small local generator never chooses a tool or fills a value.
 """
 
@@ -417,7 +419,7 @@ def question_for(ctx: TurnContext, agent, tdef, param) -> str:
     options, _ = listed_values(ctx, agent, param)
     if options:
         listed = ", ".join(options[:-1]) + f" or {options[-1]}" if len(options) > 1 else options[0]
-        return f"Which {label} would you like? For example {listed}."
+        return f"Which {label} would you like? (For example {listed}.)"
     if param.description.strip():
         return f"What {label} should I use? ({param.description.strip().rstrip('.')}.)"
     return f"What {label} should I use?"
@@ -555,7 +557,7 @@ def hand_back(ctx: TurnContext, agent, frame: Frame, text: str) -> Outcome | Non
         return None
     name, value = taken
     ctx.log.emit("reasoning_offline", agent.name, action="take", arg=name, value=value)
-    ctx.write(agent.name, name, value, agent.name, why="named by the user from what the agent's tools listed")
+    ctx.write(agent.name, name, value, agent.name, why="extracted from the user's message: named from what the agent's tools listed")
     _hand_on(ctx, agent, frame)
     frame.waiting = False
     return Outcome.done("success", "the user took what the agent offered", value=ctx.values(agent.name))

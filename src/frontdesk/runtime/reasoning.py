@@ -294,7 +294,14 @@ class ReasoningExecutor:
         from frontdesk.runtime import offline_tools
 
         if about is None:  # an ADL llm agent: no fields, no COMPLETE conditions, only its tools
-            outcome = offline_tools.offline_tool_turn(ctx, agent, frame, why=offline_reason(ctx))
+            from frontdesk.runtime import offline_form
+
+            outcome = None
+            if offline_form.applies(ctx, agent):  # a task that changes something: its prompt as a form
+                text = (ctx.input.text or "") if ctx.input.taken_by(frame) else ""
+                outcome = offline_form.form_turn(ctx, agent, frame, text)
+            if outcome is None:
+                outcome = offline_tools.offline_tool_turn(ctx, agent, frame, why=offline_reason(ctx))
             if outcome is not None:
                 return outcome
             frame.waiting = True
