@@ -97,3 +97,33 @@ def test_one_thing_said_fills_one_field_and_an_asked_note_is_taken_in_the_users_
     assert calls(run, 6) == [("action_add_payee", {"username": "Mary Brown", "payee_name": "Harbour Lettings Ltd",
                                                     "account_number": "12345678", "payee_type": "business",
                                                     "reference": "Rent"})]
+
+
+def test_a_corrected_name_replaces_the_first_and_yes_is_no_name(local_model, example_db):
+    run = offline(["Remove Olivia Grant from my payees.", "Sorry, I meant Northgate Energy, not Olivia.", "Yes."],
+                  local_model)
+    assert "payee name: Olivia Grant" in said(run, 1)
+    assert "payee name: Northgate Energy" in said(run, 2)
+    assert calls(run, 3) == [("action_remove_payee", {"username": "Mary Brown", "payee_name": "Northgate Energy"})]
+
+
+def test_a_day_is_written_as_the_parameter_says(local_model, example_db):
+    run = offline(["I want to make a transfer.", "OK, from savings then. 100 pounds to Northgate Energy.",
+                   "On 15/12/2026.", "Yes please."], local_model)
+    assert ("action_validate_payment_date", {"payment_date": "15/12/2026"}) in calls(run, 3)
+    assert [c[0] for c in calls(run, 4)] == ["action_schedule_payment"]
+
+
+def test_an_agent_that_answered_and_asks_nothing_is_done_and_does_not_come_back(local_model, example_db):
+    run = offline(["Who are my payees?", "Please remove Samuel Okafor.", "Yes, remove him."], local_model)
+    assert "Samuel Okafor" in said(run, 1)
+    agents = {e.agent for e in run.turns[3].events if e.type in ("agent_resumed", "bot_message")}
+    assert agents == {"remove_payee"}
+
+
+def test_proper_name_skips_a_leading_verb_and_a_name_said_no_to():
+    from frontdesk.runtime.offline_tools import proper_name
+
+    assert proper_name("Remove Olivia Grant from my payees.") == "Olivia Grant"
+    assert proper_name("Harbour Lettings Ltd") is None  # the whole answer at a start: read as the answer asked
+    assert proper_name("Sorry, I meant Northgate Energy, not Olivia.") == "Northgate Energy"

@@ -195,6 +195,11 @@ def read(ctx: TurnContext, agent, frame: Frame, text: str, gathered: list, tools
         answer = extract.short_answer(text)
         if answer and not found and not polarity(text):
             found[asking] = answer
+    for name, value in list(found.items()):
+        param = next(p for p in open_ if p.name == name)
+        found[name] = _as_described(param, value)
+    if asking in found and polarity(text) and found[asking] == extract.short_answer(text):
+        found.pop(asking)  # "Yes." is no payee's name
     for param in open_:
         if param.name in found and not _fits(param, found[param.name]):
             ctx.log.emit("value_refused", agent.name, arg=param.name, value=found[param.name],
@@ -206,6 +211,22 @@ def read(ctx: TurnContext, agent, frame: Frame, text: str, gathered: list, tools
         found[asking] = _item_value(agent, asking, item)  # the listed item the answer names
         frame.locals.setdefault(FORM, {}).setdefault("shown", {})[asking] = item["name"]
     return {k: v for k, v in found.items() if _held(v)}
+
+
+_DATE_FORMATS = {"DD/MM/YYYY": "{d}/{m}/{y}", "MM/DD/YYYY": "{m}/{d}/{y}", "DD.MM.YYYY": "{d}.{m}.{y}",
+                 "DD-MM-YYYY": "{d}-{m}-{y}"}
+
+
+def _as_described(param, value: Any) -> Any:
+    """A day read (ISO, 2026-12-15) written as the parameter's description says ("as DD/MM/YYYY")."""
+    iso = re.fullmatch(r"(\d{4})-(\d{2})-(\d{2})", str(value)) if isinstance(value, str) else None
+    if iso is None:
+        return value
+    described = (getattr(param, "description", "") or "").upper()
+    for written, shape in _DATE_FORMATS.items():
+        if written in described:
+            return shape.format(y=iso.group(1), m=iso.group(2), d=iso.group(3))
+    return value
 
 
 _ROLE_WORDS = {"my", "your", "his", "her", "our", "their", "its", "the", "a", "an", "for", "to", "from", "with",

@@ -47,6 +47,8 @@ _CHANGING = {"add", "append", "assign", "block", "book", "buy", "cancel", "chang
              "make", "modify", "open", "pay", "place", "post", "process", "purchase", "put", "record", "refund",
              "register", "remove", "renew", "replace", "reserve", "reset", "save", "schedule", "send", "set",
              "submit", "transfer", "unblock", "unlock", "update", "upsert", "withdraw", "write"}
+_ASKING = {"please", "call", "contact", "pay", "email", "message", "text", "find", "show", "check", "tell", "ask",
+           "get", "give", "recommend", "try", "use"}
 _PREFIXES = {"action", "actions", "tool", "tools", "api", "fn", "func", "function", "cmd", "command", "do", "run",
              "exec", "execute", "op", "task", "utter"}
 _QUOTED = re.compile(r"\"([^\"]{1,80})\"|“([^”]{1,80})”|(?<![\w])'([^']{1,80})'(?![\w])")
@@ -380,8 +382,16 @@ def proper_name(text: str) -> str | None:
     for match in _NAME.finditer(text):
         before = text[:match.start()].rstrip()
         name = match.group(0).strip()
-        if not before or before[-1] in ".!?:;\"“" or name in ("I", "I'm", "I'd", "I've", "I'll"):
-            continue
+        if not before or before[-1] in ".!?:;\"“":
+            # at a sentence's start the first word is capitalised anyway: after a verb that asks for
+            # something done ("Remove Olivia Grant from my payees"), the rest is the name
+            words = name.split()
+            if len(words) < 3 or words[0].lower() not in _CHANGING | _ASKING:
+                continue
+            before, name = "", " ".join(words[1:])
+        if name in ("I", "I'm", "I'd", "I've", "I'll") or \
+                re.search(r"\b(?:not|instead\s+of|rather\s+than)\s*$", before, re.IGNORECASE):
+            continue  # "I meant Northgate Energy, not Olivia": a name said no to is not the one meant
         found.append(name)
     found = list(dict.fromkeys(found))
     return found[0] if len(found) == 1 else None
@@ -721,5 +731,12 @@ def offline_tool_turn(ctx: TurnContext, agent, frame: Frame, *, hidden=(), why: 
         words = "\n".join(w for w in (render_result(result), offer(agent, frame, items)) if w)
         ctx.say(agent.name, words, frame)
         frame.data.messages.append({"role": "assistant", "content": words})
+    asks = [str(b) for b in (result.bot if isinstance(result.bot, list) else [result.bot]) if b]
+    if result.ok and not handed_back_args(agent) and not (asks and asks[-1].rstrip().endswith("?")):
+        # it did what the message asked and asks nothing more (the balance said, the payees listed): its
+        # task is done, as a model would finish, so it does not come back unasked after another agent's task
+        ctx.log.emit("reasoning_offline", agent.name, action="done", tool=tdef.name)
+        frame.waiting = False
+        return Outcome.done("success", render_result(result), value=ctx.values(agent.name))
     frame.waiting = True
     return Outcome.wait()
