@@ -186,6 +186,7 @@ class InventingModel:
 
     def _route(self, request, enum: list[str]) -> str:
         user = next((m.content or "" for m in reversed(request.messages) if m.role == "user"), "")
+        user = user.rsplit("User:", 1)[-1]  # the route call shows the conversation: only the user's last words
         words = set(re.findall(r"[a-z]{3,}", user.lower()))
         best, score = NONE_CHOICE, 0
         for name in enum:
@@ -279,7 +280,7 @@ class Bench:
                 if any(same_value(value, held) for held in _held(state, f"{scope}.{name}")):
                     outcome.invented[f"{event.agent}.{name}"] = value  # kept (not refused later in the turn)
             for key, expected in case.gives.items():
-                held = _held(state, key)
+                held = _held(state, key) or _held_by_ref(program, state, key)
                 if any(same(expected, v) for v in held):
                     outcome.filled.append(key)
                 else:
@@ -326,6 +327,21 @@ def _held(state, key: str) -> list[Any]:
             continue
         if name in values and values[name] is not None:
             found.append(values[name])
+    return found
+
+
+def _held_by_ref(program, state, key: str) -> list[Any]:
+    """A member's argument bound by `ref` to a router's (book_recommendation's book_wanted is the triage's
+    book): what the router holds under its own name."""
+    agent, _, name = key.rpartition(".")
+    found = []
+    for router in program.agents.values():
+        for member in getattr(router, "members", None) or []:
+            if agent and member.agent != agent:
+                continue
+            for binding in member.bindings:
+                if binding.member_arg == name and binding.two_way:
+                    found += _held(state, f"{router.name}.{binding.router_arg}")
     return found
 
 
