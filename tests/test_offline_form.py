@@ -127,3 +127,14 @@ def test_proper_name_skips_a_leading_verb_and_a_name_said_no_to():
     assert proper_name("Remove Olivia Grant from my payees.") == "Olivia Grant"
     assert proper_name("Harbour Lettings Ltd") is None  # the whole answer at a start: read as the answer asked
     assert proper_name("Sorry, I meant Northgate Energy, not Olivia.") == "Northgate Energy"
+
+
+def test_a_role_is_no_name_and_a_number_of_other_length_is_no_account_number(local_model, example_db):
+    run = offline(["I want to add a new payee", "It's for my new landlord.", "Harbour Lettings Ltd",
+                   "My own account ends in 1873, if that matters."], local_model)
+    read = [e.data["args"] for t in run.turns for e in t.events
+            if e.type == "reasoning_offline" and e.data.get("action") == "read"]
+    assert read == [{"payee_name": "Harbour Lettings Ltd"}]
+    refused = [e.data["values"] for e in run.turns[4].events if e.type == "value_refused"]
+    assert refused and "account_number" in refused[0]
+    assert "account number" in said(run, 4).lower()  # asked again

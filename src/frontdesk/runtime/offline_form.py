@@ -202,8 +202,8 @@ def read(ctx: TurnContext, agent, frame: Frame, text: str, gathered: list, tools
         found.pop(asking)  # "Yes." is no payee's name
     for param in open_:
         if param.name in found and not _fits(param, found[param.name]):
-            ctx.log.emit("value_refused", agent.name, arg=param.name, value=found[param.name],
-                         why="not of the shape the argument's description or name says")
+            ctx.log.emit("value_refused", agent.name, values={
+                param.name: f"{found[param.name]!r} is not of the shape the argument's description or name says"})
             found.pop(param.name)
     item = _item_named(text, items) if items and asking else None
     if item is not None and asking in {p.name for p in open_} and not listed_values(
