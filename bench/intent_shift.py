@@ -159,6 +159,14 @@ def sure_embedding_decisions(events: list[dict[str, Any]]) -> int:
                     or (e["data"].get("action") == "claims decided by embedding" and e["data"].get("sure"))))
 
 
+def changing_tools(program) -> set[str]:
+    """A program's tools that change something (by their declaration, else their name's verb): for a
+    bot of a held-out set that SIDE_EFFECTS does not list."""
+    from frontdesk.runtime.offline_tools import changes_something
+
+    return {name for name, tdef in program.tools.items() if changes_something(tdef)}
+
+
 def member_agents(program) -> set[str]:
     """Agents a router can hand a message to: the ones whose acting a turn is judged by."""
     return {m.agent for a in program.agents.values() for m in getattr(a, "members", None) or []}
@@ -336,12 +344,14 @@ class Bench:
         self._models: dict[str, tuple] = {}
         self.notes: set[str] = set()
         self.engine_options: dict[str, Any] = {}  # e.g. orchestration= (bench/orchestration.py)
+        self.dialogue_dir: Path | None = None  # a `program: bots/<name>` is looked for here first
 
     def program(self, name: str):
         if name not in self._programs:
             from frontdesk.lang.adl import load_adl
 
-            program, diagnostics = load_adl(self.examples / name)
+            own = self.dialogue_dir / name if self.dialogue_dir is not None else None
+            program, diagnostics = load_adl(own if own is not None and own.is_dir() else self.examples / name)
             if program is None:
                 raise SystemExit(f"{name} does not load: {[str(d) for d in diagnostics][:3]}")
             self._programs[name] = program
@@ -385,7 +395,7 @@ class Bench:
     def run(self, dialogue: Dialogue) -> DialogueRow:
         program = self.program(dialogue.program)
         llm = self.models(dialogue.program)[0]
-        members, side_effects = member_agents(program), SIDE_EFFECTS.get(dialogue.program, set())
+        members, side_effects = member_agents(program), SIDE_EFFECTS.get(dialogue.program) or changing_tools(program)
         rows = [self._row(turn, events, wall, model, llm, local_before, members, side_effects)
                 for turn, events, wall, model, local_before in self.replay(dialogue)]
         return DialogueRow(dialogue.name, dialogue.program, self.mode, rows)
@@ -490,6 +500,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     with IdealModelServer() as server:
         for mode in modes:
             bench = Bench(mode, examples, server if mode != "offline" else None, counter)
+            bench.dialogue_dir = args.dir
             dialogues = [load_dialogue(p, bench.program(yaml.safe_load(p.read_text())["program"])) for p in paths]
             table, rows = Table(mode, args.verbose), []
             for dialogue in dialogues:
