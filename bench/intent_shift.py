@@ -186,6 +186,41 @@ def acting_agents(events: list[dict[str, Any]], members: set[str]) -> list[str]:
     return acting
 
 
+# the reasons an `arg_set` event gives for a value read from the user's words (by a model or a reader)
+FROM_THE_USER = ("extracted from the user's message", "gathered (", "set by the model", "corrected by the user")
+
+
+def values_given(turn: Turn) -> list[Any]:
+    """The values the oracle says the user gave or a correct model would set in this turn: its `args`, the
+    tools' arguments and the model script's `set_args` and tool arguments."""
+    out: list[Any] = list(turn.oracle.args.values())
+    for _, args in turn.tools:
+        out += list(args.values())
+    for steps in turn.oracle.model.values():
+        for step in steps:
+            for _, args in step_tool_calls(step):
+                out += list(args.values())
+    return out
+
+
+def values_invented(events: list[dict[str, Any]], given: list[Any]) -> dict[str, Any]:
+    """The values set from the user's words this turn that no turn so far gives (the oracle's words)."""
+    def known(value: Any) -> bool:
+        for item in _as_list(value):
+            if not any(same_value(g, item) or same_value(item, g) or
+                       (isinstance(g, (list, tuple)) and any(same_value(x, item) for x in g)) for g in given):
+                return False
+        return True
+
+    out = {}
+    for e in events:
+        data = e["data"]
+        if e["type"] == "arg_set" and str(data.get("why", "")).startswith(FROM_THE_USER) and \
+                data.get("value") not in (None, "", []) and not known(data.get("value")):
+            out[f"{e.get('agent')}.{data.get('name')}"] = data.get("value")
+    return out
+
+
 def check_turn(turn: Turn, events: list[dict[str, Any]], members: set[str], side_effects: set[str],
                judge_text: bool = True) -> list[str]:
     """Why the turn's events differ from what a person expects; empty when the turn is right."""
@@ -299,6 +334,7 @@ class TurnRow:
     embedding_decisions: int = 0  # decisions the embedding model took as sure (no LLM call)
     bot: list[str] = field(default_factory=list)
     model_calls: list[str] = field(default_factory=list)
+    invented: bool = False  # a value was set from the user's words that the user never gave
 
 
 @dataclass
@@ -321,7 +357,8 @@ def summarise(turns: list[TurnRow]) -> dict[str, float]:
             "frontdesk_ms_per_turn": sum(t.frontdesk_ms for t in turns) / n,
             "frontdesk_ms_median": statistics.median(t.frontdesk_ms for t in turns) if turns else 0.0,
             "embedding_decisions": sum(t.embedding_decisions for t in turns),
-            "embedding_decisions_in_wrong_turns": sum(t.embedding_decisions for t in turns if not t.ok)}
+            "embedding_decisions_in_wrong_turns": sum(t.embedding_decisions for t in turns if not t.ok),
+            "turns_setting_values_not_given": sum(t.invented for t in turns)}
 
 
 def examples_root() -> Path:
@@ -396,8 +433,15 @@ class Bench:
         program = self.program(dialogue.program)
         llm = self.models(dialogue.program)[0]
         members, side_effects = member_agents(program), SIDE_EFFECTS.get(dialogue.program) or changing_tools(program)
-        rows = [self._row(turn, events, wall, model, llm, local_before, members, side_effects)
-                for turn, events, wall, model, local_before in self.replay(dialogue)]
+        rows, given = [], []
+        for turn, events, wall, model, local_before in self.replay(dialogue):
+            given += values_given(turn)
+            row = self._row(turn, events, wall, model, llm, local_before, members, side_effects)
+            invented = values_invented(events, given)
+            if invented:
+                row.problems.append(f"set values the user did not give: {_short(invented)}")
+                row.ok, row.invented = False, True
+            rows.append(row)
         return DialogueRow(dialogue.name, dialogue.program, self.mode, rows)
 
     def _row(self, turn, events, wall, model, llm, local_before, members, side_effects) -> TurnRow:
@@ -507,6 +551,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 rows.append(bench.run(dialogue))
                 table.row(rows[-1])
             overall = table.overall(rows)
+            print(f"  turns that set a value the user did not give: {overall['turns_setting_values_not_given']}")
             if overall["embedding_decisions"]:
                 print(f"  sure embedding decisions: {overall['embedding_decisions']}, "
                       f"{overall['embedding_decisions_in_wrong_turns']} of them in turns that went wrong")

@@ -198,8 +198,11 @@ def read(ctx: TurnContext, agent, frame: Frame, text: str, gathered: list, tools
     for name, value in list(found.items()):
         param = next(p for p in open_ if p.name == name)
         found[name] = _as_described(param, value)
-    if asking in found and polarity(text) and found[asking] == extract.short_answer(text):
-        found.pop(asking)  # "Yes." is no payee's name
+    if asking in found and found[asking] == extract.short_answer(text) and \
+            (polarity(text) or any(k != asking for k in found)):
+        # the whole answer is no free text for the field asked when it says yes or no ("Yes." is no payee's
+        # name) or gives another field ("On 15/12/2026." to "when?" is the payment date, not the timing)
+        found.pop(asking)
     for param in open_:
         if param.name in found and not _fits(param, found[param.name]):
             ctx.log.emit("value_refused", agent.name, values={
@@ -257,10 +260,14 @@ def _due(ctx: TurnContext, agent, tdef, values: dict) -> dict[str, Any] | None:
     return args
 
 
-def _before(agent, gathered: list, tdef) -> list:
+def _before(agent, gathered: list, tdef, tools: list) -> list:
+    """The fields the prompt names before the tool that it needs: a tool's argument, or what its own step
+    tests; a field only another step tests (`If timing is "now"` for the immediate payment) is not needed
+    for a tool in another step (the scheduled payment, once its date is given)."""
     prompt = getattr(agent, "instructions", "") or ""
     at = _first(prompt, tdef.name)
-    return [p for p in gathered if 0 <= _first(prompt, p.name) < at]
+    taken = {p.name for t in tools for p in t.params} | set(conditions(agent, tdef))
+    return [p for p in gathered if 0 <= _first(prompt, p.name) < at and p.name in taken]
 
 
 def _say(ctx: TurnContext, agent, frame: Frame, words: str, *, question: bool = False) -> None:
@@ -349,7 +356,7 @@ def form_turn(ctx: TurnContext, agent, frame: Frame, text: str) -> Outcome | Non
         values = ctx.values(agent.name)
     values = ctx.values(agent.name)
     for tdef in tools:  # a change, once all the prompt names before it is held: the user says yes first
-        if not changes_something(tdef) or any(not _held(values.get(p.name)) for p in _before(agent, gathered, tdef)):
+        if not changes_something(tdef) or any(not _held(values.get(p.name)) for p in _before(agent, gathered, tdef, tools)):
             continue
         args = _due(ctx, agent, tdef, values)
         if args is None:
@@ -364,7 +371,7 @@ def form_turn(ctx: TurnContext, agent, frame: Frame, text: str) -> Outcome | Non
     live = [t for t in tools if all(not _held(values.get(n)) or str(values.get(n)).strip().lower() == v.lower()
                                     for n, v in conditions(agent, t).items())]
     needed = {p.name for t in live for p in t.params if p.required} | {n for t in live for n in conditions(agent, t)} | \
-        {p.name for t in live if changes_something(t) for p in _before(agent, gathered, t)}
+        {p.name for t in live if changes_something(t) for p in _before(agent, gathered, t, tools)}
     for param in gathered:  # the next argument it lacks, asked for
         if param.name in needed and not _held(values.get(param.name)):
             state["asking"] = param.name
