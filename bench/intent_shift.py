@@ -203,14 +203,22 @@ def values_given(turn: Turn) -> list[Any]:
     return out
 
 
-def values_invented(events: list[dict[str, Any]], given: list[Any]) -> dict[str, Any]:
-    """The values set from the user's words this turn that no turn so far gives (the oracle's words)."""
+def values_invented(events: list[dict[str, Any]], given: list[Any], listed: list[dict[str, Any]]) -> dict[str, Any]:
+    """The values set from the user's words this turn that no turn so far gives (the oracle's words). A value
+    of an item a tool listed counts as given when the item also holds a value given ("40021873", the number
+    of the account whose name "Everyday Current" holds the oracle's "current")."""
+    words = {w for g in given for x in _as_list(g) for w in _norm(x).split() if len(w) >= 4}
+
+    def one(item: Any) -> bool:
+        if any(same_value(g, item) or same_value(item, g) or
+               (isinstance(g, (list, tuple)) and any(same_value(x, item) for x in g)) for g in given):
+            return True
+        return any(any(same_value(v, item) for v in entry.values()) and
+                   any(words & set(_norm(v).split()) for v in entry.values() if isinstance(v, str))
+                   for entry in listed)
+
     def known(value: Any) -> bool:
-        for item in _as_list(value):
-            if not any(same_value(g, item) or same_value(item, g) or
-                       (isinstance(g, (list, tuple)) and any(same_value(x, item) for x in g)) for g in given):
-                return False
-        return True
+        return all(one(item) for item in _as_list(value))
 
     out = {}
     for e in events:
@@ -433,11 +441,13 @@ class Bench:
         program = self.program(dialogue.program)
         llm = self.models(dialogue.program)[0]
         members, side_effects = member_agents(program), SIDE_EFFECTS.get(dialogue.program) or changing_tools(program)
-        rows, given = [], []
+        rows, given, listed = [], [], []
         for turn, events, wall, model, local_before in self.replay(dialogue):
             given += values_given(turn)
+            listed += [item for e in events if e["type"] == "tool_result" for value in (e["data"].get("args") or {}).values()
+                       if isinstance(value, list) for item in value if isinstance(item, dict)]
             row = self._row(turn, events, wall, model, llm, local_before, members, side_effects)
-            invented = values_invented(events, given)
+            invented = values_invented(events, given, listed)
             if invented:
                 row.problems.append(f"set values the user did not give: {_short(invented)}")
                 row.ok, row.invented = False, True

@@ -138,3 +138,11 @@ def test_a_role_is_no_name_and_a_number_of_other_length_is_no_account_number(loc
     refused = [e.data["values"] for e in run.turns[4].events if e.type == "value_refused"]
     assert refused and "account_number" in refused[0]
     assert "account number" in said(run, 4).lower()  # asked again
+
+
+def test_a_month_is_no_name_and_confirm_says_yes():
+    from frontdesk.nlu.matcher import polarity
+    from frontdesk.runtime.offline_tools import proper_name
+
+    assert proper_name("Make it go out on the 1st of December.") is None
+    assert polarity("Confirm.") > 0

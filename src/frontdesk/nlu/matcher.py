@@ -37,7 +37,7 @@ BEST_WEIGHT = 0.75  # weight of the best example's similarity in an option's sco
 POLARITY_PENALTY = 0.5
 
 _AFFIRMATIVE = {"yes", "yeah", "yep", "yup", "yea", "yeh", "ya", "yah", "aye", "sure", "ok", "okay",
-                "absolutely", "definitely", "certainly", "correct", "affirmative", "indeed"}
+                "absolutely", "definitely", "certainly", "correct", "affirmative", "indeed", "confirm", "confirmed"}
 _NEGATIVE_START = {"no", "nope", "nah", "naw", "never", "nothing", "not", "negative"}
 _NEGATION = {"no", "not", "never", "nothing", "nope", "nah", "dont", "don't", "cant", "can't", "won't",
              "wont", "didn't", "didnt", "doesn't", "doesnt", "isn't", "isnt", "aren't", "wasn't"}

@@ -70,12 +70,56 @@ def extract_values(text: str, fields: dict[str, str], now: datetime | None = Non
             if found_days:
                 found[names[0]] = found_days[0]
             continue
+        if kind == "boolean":
+            for name in names:  # each yes/no field by what its name is about ("no car" for with_car)
+                answer = boolean_for(text, name)
+                if answer is not None:
+                    found[name] = answer
+            continue
         values = _values(dateless if kind in ("number", "integer") else text, kind, now)
         if kind in ("number", "integer") and len(names) == 1 and values:
             values = _counted(dateless, names[0], kind == "integer")  # not "2 questions" for guests
+        if kind in ("number", "integer") and len(names) == 1 and not values and counts_people(names[0]):
+            party = people_named(text)  # "just me and my wife": 2 guests
+            values = [party] if party else []
         for name, value in zip(names, values):
             found[name] = value
     return found
+
+
+def numbers_for(text: str, name: str, now: datetime | None = None, integer: bool = False) -> list[int | float]:
+    """The numbers a message gives for the number field `name`, in order: not a day of a month ("December
+    5"), a day counted from today ("in 3 days"), a phone number or e-mail address, a time of day, nor a
+    number of something else than the field counts (counts_for: "2 other kids" or "year 5" for an age)."""
+    dateless = text
+    for phrase in _date_phrases(text, now):
+        dateless = dateless.replace(phrase, " ")
+    dateless = RELATIVE_DATE.sub(" ", dateless)
+    return _counted(dateless, name, integer)
+
+
+_COMPANIONS = ("wife|husband|partner|friend|son|daughter|mother|father|mum|mom|dad|boyfriend|girlfriend|"
+               "colleague|sister|brother|fiancee?|child|kid|baby|grandmother|grandfather|grandma|grandpa")
+# the party said by naming its people: "just me and my wife", "my husband and I", "only me"
+_PARTY = re.compile(rf"(?i)^\W*(?:it'?s\s+|it\s+will\s+be\s+|there'?ll\s+be\s+)?(?:just|only)?\s*"
+                    rf"(?:(?:me|myself|i)(?P<mine>(?:\s*(?:,|and|\+|plus|with)\s*(?:my|our)\s+(?:{_COMPANIONS}))*)|"
+                    rf"(?P<first>(?:my|our)\s+(?:{_COMPANIONS}))\s+and\s+(?:me|myself|i))\W*(?:please|thanks)?\W*$")
+
+
+def people_named(text: str) -> int | None:
+    """How many people a message counts by naming them ("Just me and my wife." 2, "my husband and I" 2,
+    "only me" 1); None when it names no party that way (a count in digits or words is read as a number)."""
+    found = _PARTY.match(text or "")
+    if found is None:
+        return None
+    if found.group("first"):
+        return 2
+    return 1 + len(re.findall(rf"(?i)\b(?:my|our)\s+(?:{_COMPANIONS})\b", found.group("mine") or ""))
+
+
+def counts_people(name: str) -> bool:
+    """Whether a number field counts people (guests, passengers, party_size)."""
+    return any(stem in name.lower() for stem in _UNIT_FIELDS["people"][:8])
 
 
 def _counted(text: str, name: str, integer: bool) -> list[int | float]:
@@ -112,6 +156,12 @@ _TIME_OF_DAY = re.compile(r"(?i)^\s*(?:am|pm|a\.m\.|p\.m\.|o'?clock|in the (?:mo
 _TIME_BEFORE = re.compile(r"(?i)\b(?:at|before|after|until|till|by|from|around)\s*$")
 
 
+# a noun a number right after it names one of ("year 5" at school, "grade 3", "room 12", "page 4"): the
+# number labels that thing, it counts nothing
+_LABEL_BEFORE = re.compile(r"(?i)\b(year|grade|class|form|room|level|page|platform|gate|floor|flat|apartment|"
+                           r"chapter|step|stage|lane|route|bus|line|question|no\.?|#)\s*$")
+
+
 _MEASURES = frozenset("kg kgs kilo kilos kilograms g grams km kms miles mile m metres meters cm mm lb lbs "
                       "oz litres liters l ml percent gb mb tb inches inch ft feet tonnes tons degrees".split())
 _FILLER = frozenset("a an the and or of to in on at for by with from my your our it is are be please thanks".split())
@@ -125,8 +175,25 @@ def counts_for(before: str, after: str, name: str) -> bool:
     timed = any(w in field for w in ("time", "hour", "when"))
     if not timed and (_TIME_OF_DAY.match(after) or (_TIME_BEFORE.search(before) and not re.match(r"\s*[a-z]", after))):
         return False
-    following = re.match(r"\s*([a-z]+)", after.lower())
+    label = _LABEL_BEFORE.search(before)
+    if label and not any(label.group(1).lower().rstrip("s")[:4] in w for w in re.split(r"[_\W]+", field) if w):
+        return False  # "year 5", "room 12": the name of a school year or a room, not what this field counts
+    # the thing counted, past the words that only qualify it ("2 other kids", "3 more guests")
+    following = re.match(r"\s*(?:(?:other|more|extra|additional|older|younger|little|small|grown-?up)\s+)?([a-z]+)",
+                         after.lower())
     word = following.group(1) if following else ""
+    if not word and re.match(r"(?i)\s*more\b", after):
+        word = "more"
+    units = set().union(*_UNITS.values())
+    if word and word not in units and word not in _MEASURES and word not in _FILLER and not word.endswith("s"):
+        # a compound noun counts its last word: "2 concert tickets" counts tickets, not concerts
+        rest = re.findall(r"[a-z]+", after.lower()[following.end():])[:2] if following else []
+        for later in rest:
+            if later in _FILLER:
+                break
+            if later in units or (len(later) > 3 and later.endswith("s") and not later.endswith("ss")):
+                word = later
+                break
     if not word or word in _FILLER or word in {"more", "total", "altogether", "please", "thanks", "each", "max"}:
         return True
     if any(word.startswith(w[:4]) or w.startswith(word[:4]) for w in re.split(r"[_\W]+", field) if len(w) >= 4):
@@ -148,10 +215,49 @@ _ASKS = re.compile(r"(?i)^\W*(?:what|whats|what's|where|when|why|who|how|which|c
                    r"will|should|may)\b")
 
 
-def no_answer(text: str) -> bool:
-    """Whether a message is no value for a text field: a question, a refusal or a shrug."""
+# a message that is only a word for leaving the question unanswered ("skip", "pass")
+_SKIPS = re.compile(r"(?i)^\W*(?:skip|pass|skip it|skip this|skip that|next question)\W*$")
+
+
+def declines(text: str) -> bool:
+    """Whether a message declines to answer: a refusal, a shrug, or only a word that skips the question
+    ("skip"): it gives no free-text value, whatever words of it a model rewrites."""
     text = (text or "").strip()
-    return not text or text.endswith("?") or bool(_ASKS.match(text)) or bool(_DECLINES.search(text))
+    return bool(_DECLINES.search(text)) or bool(_SKIPS.match(text))
+
+
+# the user tells of something they already did: "I booked it last week", "we've already paid", "I ordered it"
+_DONE = re.compile(r"(?i)\b(?:i|we)(?:\s+have|'ve|\s+had|'d)?(?:\s+already)?\s+(?:booked|bought|ordered|reserved|"
+                   r"purchased|paid(?:\s+for)?|made|placed|arranged)\b")
+
+
+def describes_done(text: str) -> bool:
+    """Whether the message tells of something the user already did ("I booked it last week, it's the one
+    to Mull"): the values in it describe that existing thing (a booking, an order), not a new request."""
+    return bool(_DONE.search(text or ""))
+
+
+# what a loss or some damage befell, as the user tells it: "took the TV and a laptop", "smashed my windscreen"
+_AFFECTED = re.compile(r"(?i)\b(?:took|stole|damaged|broke|destroyed|smashed|ruined|cracked|burned|burnt|flooded|"
+                       r"scratched|dented|lost)\s+((?:the|my|our|a|an|his|her|their|both|some|all)\b.+?)"
+                       r"(?=\s*[,.;!?]|\s+(?:but|while|when|because|before|after|during|last|yesterday|today|"
+                       r"and\s+(?:then|also|they|he|she|it|we|i)\b)|\s*$)")
+# a text field that holds what was damaged, lost or stolen (damaged_items, stolen_property, lost_items)
+AFFECTED_FIELD = re.compile(r"(?i)damag|stolen|lost|broken|belongings|(?:^|_)items?(?:_|$)")
+
+
+def things_affected(text: str) -> str | None:
+    """The things a loss or some damage befell, in the user's words ("Someone forced the back door and
+    took the TV and a laptop" -> "the TV and a laptop"); None when the message names one in no such way
+    or several times."""
+    found = [m.group(1).strip() for m in _AFFECTED.finditer(text or "")]
+    return found[0] if len(found) == 1 else None
+
+
+def no_answer(text: str) -> bool:
+    """Whether a message is no value for a text field: a question, a refusal, a skip or a shrug."""
+    text = (text or "").strip()
+    return not text or text.endswith("?") or bool(_ASKS.match(text)) or declines(text)
 
 
 def stay_days(text: str) -> int | None:
@@ -243,6 +349,39 @@ def _yes_no(text: str) -> bool | None:
     return None
 
 
+# the words of a yes/no field's name that say how it relates to the thing it is about, not the thing
+_RELATION_WORDS = frozenset("with has have need needs want wants is are bring brings bringing take takes taking "
+                            "include includes uses use own owns any extra add".split())
+_VEHICLES = frozenset("car cars vehicle vehicles van vans motorbike motorcycle".split())
+# travelling on foot: no vehicle ("we're travelling on foot", "as foot passengers", "walking on")
+_ON_FOOT = re.compile(r"(?i)\bon\s+foot\b|\bfoot\s+passengers?\b|\bwalk(?:ing)?\s+on\b")
+
+
+def boolean_for(text: str, name: str = "") -> bool | None:
+    """A yes or no for the yes/no field `name`: a message that opens with one ("yes please", "no"), or
+    that says it of the thing the field's name is about: "no car", "without a car", "not bringing the
+    car" (False), "with a car", "bringing our car" (True) for with_car; travelling "on foot" is no
+    vehicle. None when the message says neither."""
+    answer = _yes_no(text)
+    if answer is not None:
+        return answer
+    things = [w for w in re.split(r"[_\W]+", name.lower()) if len(w) > 2 and w not in _RELATION_WORDS]
+    if not things:
+        return None
+    lowered = (text or "").lower().replace("’", "'")
+    for thing in things:
+        noun = rf"{re.escape(thing)}s?\b"
+        det = r"(?:(?:a|an|the|my|our|your|any)\s+)?"
+        if re.search(rf"\b(?:no|without|zero)\s+{det}{noun}|(?:\bnot|n't|\bnever)\s+(?:\w+\s+){{0,2}}{det}{noun}",
+                     lowered):
+            return False
+        if thing in _VEHICLES and _ON_FOOT.search(lowered):
+            return False
+        if re.search(rf"\b(?:with|bringing|taking|plus|and)\s+{det}{noun}", lowered):
+            return True
+    return None
+
+
 def _date_settings(now: datetime | None) -> dict:
     settings = {"PREFER_DATES_FROM": "future", "RETURN_AS_TIMEZONE_AWARE": False}
     if now is not None:
@@ -280,7 +419,30 @@ def names_a_day(phrase: str, value: datetime, month_ok: bool = False) -> bool:
     number read as a far-off year ("ends in 4471")."""
     if not 1900 <= value.year <= 2200 or not _DAY_WORDS.search(phrase):
         return False
-    return month_ok or not _MONTH_ONLY.match(phrase)
+    if month_ok:
+        return True
+    return not _MONTH_ONLY.match(phrase) and not only_a_period(phrase)
+
+
+# the words that name one day (a weekday, a day of a month, a written date, a day named from today)
+_ONE_DAY_WORDS = re.compile(r"(?i)\b(?:mon|tues?|wed|thu|thurs?|fri|sat|sun|(?:mon|tues|wednes|thurs|fri|satur|sun)day)\b|\b(?:today|tomorrow|yesterday|tonight)\b|"
+                            r"\d{1,4}[/.-]\d{1,2}|\b\d{1,2}(?:st|nd|rd|th)?\b")
+# a number of periods counted from today: "in 3 days", "two weeks from now", "a week ago"
+_COUNTED_FROM_TODAY = re.compile(r"(?i)\bin\s+(?:\d+|a|an)\s+(?:day|week|month|year)s?\b|"
+                                 r"\b(?:\d+|a|an)\s+(?:day|week|month|year)s?\s+(?:from\s+(?:now|today)|later|ago|"
+                                 r"after|before)\b")
+
+
+def only_a_period(phrase: str) -> bool:
+    """Whether a date phrase names only a period, no one day: a length ("twelve years", "2 weeks") or a
+    vague span ("next month", "this year", "next week"). A day counted from today ("in 3 days", "two
+    weeks from now") and any phrase with a weekday, a day of a month or a written date name one day."""
+    written = digits_for_words(phrase)
+    if _COUNTED_FROM_TODAY.search(written):
+        return False
+    if re.search(r"(?i)\b(?:day|days|week|weeks|month|months|year|years|weekend)\b", written) is None:
+        return False  # no period word at all: a month name, a weekday (decided by the other checks)
+    return _ONE_DAY_WORDS.search(re.sub(r"(?i)\b\d+\s+(?:day|week|month|year)s?\b", " ", written)) is None
 
 
 def _relative_days(text: str, now: datetime | None) -> str:
@@ -500,10 +662,12 @@ def _date_words(text: str, now: datetime | None) -> list[str]:
     from dateparser import parse
 
     out = []
-    for phrase, _ in found:
+    for phrase, value in found:
         phrase = phrase.strip()
         if not re.search(r"[A-Za-z]{3,}|\d", phrase) or phrase.isdigit() or phrase.lower() in ("now", "on", "at", "in"):
             continue
+        if not names_a_day(phrase, value):
+            continue  # a date argument takes one day: not "twelve years", "next month", "in December", "3pm"
         words = phrase.split()
         while len(words) > 1 and words[0].lower() in _NOT_A_DAY:  # "one on Thursday" -> "Thursday"
             try:
@@ -552,7 +716,11 @@ def value_named(text: str, name: str) -> str | None:
 
 
 _LEAD_INS = re.compile(r"^(?:(?:i'?d like|i would like|i want|i'?m looking|i need)\s+(?:to\s+)?"
-                       r"(?:go|stay|travel|book)?\s*(?:to|in|at)?|(?:it'?s|it is|that'?s|my \w+ is|to|in|at)\b)\s*",
+                       r"(?:go|stay|travel|book)?\s*(?:to|in|at)?|(?:it'?s|it is|that'?s|my \w+ is|to|in|at)\b|"
+                       # the name a booking is put under: "put it under Morag MacLeod", "in the name of Ana Costa"
+                       r"(?:(?:please\s+)?(?:put|book|make|have)\s+(?:it|that|this|the\s+booking|them|us)\s+)?"
+                       r"(?:under|in)\s+the\s+name\s+(?:of\s+)?|(?:please\s+)?(?:put|book|make|have)\s+"
+                       r"(?:it|that|this|the\s+booking|them|us)\s+(?:under|for)\b|the\s+name\s+is\b)\s*",
                        re.IGNORECASE)
 
 

@@ -47,6 +47,9 @@ from frontdesk.runtime.extract import (
     short_answer,
     spans,
     stay_days,
+    _by_regex,
+    describes_done,
+    numbers_for,
     value_named,
 )
 from frontdesk.runtime.handoff import keep_passed, receiver_context
@@ -463,6 +466,17 @@ class FlowExecutor:
                 frame.waiting = True
                 inp.give_back(frame, f"the user turned to {target}")
                 return Outcome.switch(target)
+        if not tentative and outcome is None and node.extracts and policy.digressions \
+                and all(ctx.values(frame.agent).get(n) is None for n in node.extracts):
+            # a code only another member's field takes ("it's FB10001" at "Which island?"): the user
+            # turned to that member; the thread waits and resumes here
+            target = self._code_for_another(frame, ctx, inp.text or "")
+            if target is not None:
+                frame.waiting = True
+                inp.give_back(frame, f"the user turned to {target}")
+                ctx.log.emit("route_decided", frame.agent, agent=target, by="a code only its field takes",
+                             reason="the user changed topic instead of answering")
+                return Outcome.switch(target)
         if not tentative and outcome is None and policy.checks_answers and node.extracts and not new:
             gave_up = self._unreadable_answer(node, frame, ctx)
             if gave_up is not None:
@@ -527,6 +541,12 @@ class FlowExecutor:
         # the flow's other arguments this message may give (MICA reads them all from every message)
         others = self._args_not_asked(node, frame, ctx, graph) if policy.args_from_messages else []
         read_before = self._args_read.get((ctx.state.session_id, frame.id)) == ctx.state.turn
+        # a message that tells of something the user already did ("I booked it last week, it's the one to
+        # Mull"), given back by the agent whose question it did not answer, describes that existing thing:
+        # the agent it now starts takes no values from it (docs/runtime.md, "Grounded values")
+        described = describes_done(ctx.input.text or "")
+        if tentative and described and ctx.input.passed:
+            extract, others = [], []
         if policy.args_from_messages:
             if len(self._args_read) > 10000:  # frames long gone
                 self._args_read.clear()
@@ -537,13 +557,17 @@ class FlowExecutor:
         choice = self._choose_by_words(branch, frame, ctx) if branch and offline and not tentative else None
         if extract and (node.strategy != "llm" or not ctx.llm_classifies):
             by_pattern = self._extract_by_pattern(extract, frame, ctx)
-            if not by_pattern and not tentative and choice is None and (node.strategy == "pattern" or ctx.llm is None):
+            if by_pattern and policy.checks_answers and not policy.args_from_messages:
+                self._volunteered(node, frame, ctx)
+            # (no model able to read it: none, or a small local one that would invent, `llm_classifies`)
+            if not by_pattern and not tentative and choice is None and (node.strategy == "pattern" or ctx.llm is None
+                                                                          or not ctx.llm_classifies):
                 by_pattern = self._whole_answer(extract, frame, ctx)
             extract = [] if node.strategy == "pattern" else [n for n in extract if n not in by_pattern]
         read: dict[str, Any] = {}
         if policy.args_from_messages and not ctx.llm_classifies and (extract or others) and not read_before:
             # no model that can read them: the values the message gives by kind, listed value or name
-            read = self._read_args(extract + others, node, frame, ctx)
+            read = self._read_args(extract + others, node, frame, ctx, answer=not tentative)
             by_pattern = {**by_pattern, **read}
             extract, others = [n for n in extract if n not in by_pattern], []
         # the step's question was answered: a value it asks for was given (other arguments do not count).
@@ -635,6 +659,10 @@ class FlowExecutor:
         if entry_exit and choice == f"switch:{orchestration.EXIT_CHOICE}":
             return self._user_ends(frame, ctx, f"understand ({frame.data.decided_by[branch.id]})"), True
         if choice.startswith("switch:") and choice[7:] in {s.name for s in switches}:
+            if described:
+                # the message describes something already done and turns to another agent: what it
+                # said is about that thing, not this flow's answer
+                self._withdraw({**by_pattern, **read, **extracted}, frame, ctx)
             frame.waiting = True  # resume here, at the question, after the other agent
             ctx.input.give_back(frame, f"the user turned to {choice[7:]}")
             ctx.log.emit("route_decided", frame.agent, agent=choice[7:], by=f"understand ({frame.data.decided_by[branch.id]})",
@@ -647,6 +675,57 @@ class FlowExecutor:
             ctx.input.also = also
             ctx.log.emit("step", frame.agent, action="the message also asks for another agent", agent=also)
         return None, choice in cases
+
+    @staticmethod
+    def _code_for_another(frame: Frame, ctx: TurnContext, text: str) -> str | None:
+        """An answer that gives nothing its question asks but a code (a value with a digit) that only one
+        other member of the supervisor gathers, by a field whose anchored validation pattern takes it
+        ("it's FB10001" at "Which island?", where Booking_Changes' booking_code is ^FB\\d{5}$): the user
+        turned to that member. None when this agent's own fields take it too, or no one or several do."""
+        def takes(agent) -> bool:
+            for field in ctx.program.rules_for(agent.name).gather:
+                for check in field.validations:
+                    rule = check.rule or ""
+                    if check.kind == "pattern" and rule.startswith("^") and rule.endswith("$"):
+                        found = _by_regex(text, rule)
+                        if found is not None and re.search(r"\d", found):
+                            return True
+            return False
+
+        own = ctx.program.agents[frame.agent]
+        if not re.search(r"\d", text) or takes(own):
+            return None
+        others = [a.name for a in switch_candidates(ctx, frame) if takes(a)]
+        return others[0] if len(others) == 1 else None
+
+    def _volunteered(self, node: ListenNode, frame: Frame, ctx: TurnContext) -> dict[str, Any]:
+        """A GATHER answer that gives what its question asks and goes on to give the agent's later fields
+        ("It's POL-CD654321, another car crashed into mine yesterday": the policy number, and the date and
+        the kind of incident asked next): those typed values (a date, a number, a listed value or one of
+        its synonyms, a validation pattern's match; not a yes/no, not a free text) are read as well, and
+        their questions are not asked. A message that answers nothing of its question gives no such
+        values: a description of something else is no answer for fields it was not asked about."""
+        values = ctx.values(frame.agent)
+        agent = ctx.program.agents[frame.agent]
+        later = [n for n, f in self._fields(frame, ctx).items() if n not in node.extracts and values.get(n) is None
+                 and f.type != "boolean" and not f.infer]
+        if not later:
+            return {}
+        found = self._pattern_values(later, frame, ctx, ctx.input.text or ctx.last_user_message())
+        kinds = {a.name: a.type for a in agent.args}
+        found = {n: v for n, v in found.items() if kinds.get(n) != "boolean" and not isinstance(v, bool)}
+        if found:
+            ctx.log.emit("step", frame.agent, action="later fields the answer also gave", args=found)
+        return self._apply_extracted(found, later, frame, ctx, by_pattern=True)
+
+    @staticmethod
+    def _withdraw(values: dict[str, Any], frame: Frame, ctx: TurnContext) -> None:
+        """Unset the values this message wrote for the flow (they were not its answer after all)."""
+        for name, value in values.items():
+            if ctx.values(frame.agent).get(name) == value:
+                ctx.write(frame.agent, name, None, frame.agent,
+                          why="withdrawn: the message describes something already done and turns to another agent")
+        frame.data.extracted.pop(frame.data.last_listen, None)
 
     @staticmethod
     def _typed_goodbye(branch: BranchNode | None, ctx: TurnContext) -> bool:
@@ -750,13 +829,16 @@ class FlowExecutor:
         return [a.name for a in ctx.program.agents[frame.agent].args
                 if a.name not in node.extracts and a.name not in own and values.get(a.name) is None]
 
-    def _read_args(self, names: list[str], node: ListenNode, frame: Frame, ctx: TurnContext) -> dict[str, Any]:
+    def _read_args(self, names: list[str], node: ListenNode, frame: Frame, ctx: TurnContext,
+                   answer: bool = True) -> dict[str, Any]:
         """With no model to read it, the values of `names` the message gives, written like extracted
         ones: by the kind the argument's name says (a phone number, an e-mail address, a day, a number, a
         code with a digit), as one of the values listed for it (compared with in a condition, listed in
         its description, or listed by the question this step answers), after its name ("genre=mystery",
         "my name is Marta"). Nothing is guessed, and a free text is not taken whole ("Marta Ruiz" as
-        a name): an argument the message does not give this way stays unset."""
+        a name), except for an argument that asks for the user's own words (a reason, a description):
+        the whole `answer` to a question that asks only for it, or one clause beside a value read from
+        its own clause. An argument the message does not give this way stays unset."""
         agent = ctx.program.agents[frame.agent]
         message = ctx.input.text or ctx.last_user_message()
         typed = {a.name for a in agent.args if a.type in PATTERN_TYPES} | set(self._fields(frame, ctx))
@@ -774,14 +856,28 @@ class FlowExecutor:
             value, way = (named_option(message, listed[name]), "listed value") if listed[name] else (None, "")
             kind = kind_of_name(name)
             if value is None and kind is not None:
-                given = spans(message, kind, now)
+                # a number counts what the argument counts ("2 other kids" is no age): numbers_for
+                given = numbers_for(message, name, now) if kind == "number" else spans(message, kind, now)
                 if taken.get(kind, 0) < len(given):  # two of a kind take the values in the message's order
                     value, way = given[taken.get(kind, 0)], kind
                     taken[kind] = taken.get(kind, 0) + 1
             if value is None:
                 value, way = value_named(message, name), "named"
+            if value is None and answer and asked == [name] and question and kind is None and _FREE_TEXT.search(name) \
+                    and not no_answer(message) and len(message.split()) <= FREE_TEXT_WORDS \
+                    and not self._typed_goodbye(None, ctx):
+                # the question it asked (not one the message came before) asks only for the user's own
+                # words (a reason, a description): all of them; a goodbye is none
+                value, way = message.strip(), "own words"
             if value is not None:
                 found[name], how[name] = value, way
+        for name in names:
+            if name not in found and name not in typed and name not in asked and _FREE_TEXT.search(name) \
+                    and kind_of_name(name) is None and not listed.get(name):
+                rest = _clause_beside(message, [v for v in found.values() if isinstance(v, str)])
+                if rest is not None:
+                    found[name], how[name] = rest, "own words beside an answer"
+                break  # one clause gives at most one free text
         got = self._apply_extracted(found, names, frame, ctx, by_pattern=True)
         self._note_args_read(got, how, [n for n in names if n not in typed], frame, ctx)
         return got
@@ -1489,6 +1585,23 @@ def _choices(field, agent) -> tuple[list[str], dict[str, list[str]]]:
     if entity is not None:
         return list(field.options or entity.values), dict(entity.synonyms)
     return list(field.options), {}
+
+
+def _clause_beside(message: str, given: list[str]) -> str | None:
+    """"It's ML-1001, my son is ill": a message that gives a value in a clause of its own and goes on, in
+    one more clause of at least three words that asks and declines nothing, gives that clause as a
+    free-text argument (a reason, a description). None when no value was read from a clause of its own,
+    or there is no such one other clause."""
+    if not given:
+        return None
+    clauses = [c.strip() for c in re.split(r"[,;]|\.\s|\s+-\s+", message) if c.strip(" .!")]
+    rest = [c for c in clauses if not any(str(v).lower() in c.lower() for v in given)]
+    if len(clauses) < 2 or len(rest) != 1 or len(rest) == len(clauses):
+        return None
+    words = re.findall(r"[\w']+", rest[0].lower())
+    if len(words) < 3 or no_answer(rest[0]) or set(words) <= _SMALL_TALK | {"please", "that's", "all", "it"}:
+        return None
+    return rest[0].strip(" .!")
 
 
 def _or_list(values: list[str]) -> str:

@@ -32,6 +32,10 @@ register_event_type("value_refused", "a value a model gave was refused: nothing 
 _TOKEN = re.compile(r"[^\W_]+(?:[-'.][^\W_]+)*")
 _STOP = frozenset("""a an the and or of to in on at for by with from my your our their his her its it is are was be
 i me we you he she they this that these those some any one please thanks thank just about as so""".split())
+# words that only point at or stand for something (pronouns, determiners): a value made of them alone names nothing
+_FUNCTION_WORDS = frozenset("""him them us mine yours hers ours theirs myself yourself himself herself itself
+ourselves themselves who whom whose which what there here someone somebody something anyone anybody anything
+everyone everything nobody nothing each every either neither another other such same""".split())
 _POSITIVE = re.compile(r"(?i)\b(?:yes|yeah|yep|sure|correct|definitely|of course|please do|absolutely)\b")
 _NEGATIVE = re.compile(r"(?i)\b(?:no|nope|not|nobody|none|never|nothing|neither|without|no one|nowhere)\b|n't\b")
 _YEAR_MONTH = re.compile(r"^\d{4}-\d{2}$")
@@ -98,6 +102,9 @@ def why_not(value: Any, evidence: Evidence, kind: str | None = None, options: li
     if isinstance(value, dict):
         return "a structured value is nothing the user said"
     texts = evidence.texts(with_extra=composed or bool(evidence.extra))
+    if kind != "email":
+        # the name part of an e-mail address is not said as a name ("sam.okoro@example.com" is no "Sam")
+        texts = [extract.EMAIL.sub(" ", t) for t in texts]
     if isinstance(value, bool) or kind == "boolean":
         return _boolean(value, evidence, name)
     if isinstance(value, (int, float)) or kind in ("number", "integer"):
@@ -126,6 +133,8 @@ def why_not(value: Any, evidence: Evidence, kind: str | None = None, options: li
             return None
         if chosen and not any(text.lower() in t.lower() for t in texts):
             return None  # by a synonym ("someone stole my bike" for theft)
+    if not [t for t in _words(text) if t not in _STOP and t not in _FUNCTION_WORDS]:
+        return f"{text!r} is a pronoun or a determiner, no value"  # "Her name is Ana" gives no instrument "Her"
     if _words_said(text, evidence, texts, composed):
         return None
     return f"{text!r} is not in what the user said"
@@ -140,6 +149,9 @@ def keep_grounded(ctx: TurnContext, agent: str, values: dict[str, Any], kinds: d
     holds); the others are refused with a `value_refused` event naming why."""
     evidence = evidence or user_evidence(ctx)
     held = ctx.values(agent)
+    # a message that declines to answer ("skip", "I'd rather not say") gives no free text, however a model
+    # words it ("Skipping the lesson")
+    declined = extract.declines(ctx.input.text or "") if ctx.input is not None else False
     kept: dict[str, Any] = {}
     refused: dict[str, str] = {}
     for name, value in values.items():
@@ -148,6 +160,9 @@ def keep_grounded(ctx: TurnContext, agent: str, values: dict[str, Any], kinds: d
             continue
         problem = why_not(value, evidence, kinds.get(name), (options or {}).get(name),
                           (synonyms or {}).get(name), name, name in composed)
+        if problem is None and declined and kinds.get(name) in (None, "string") and not (options or {}).get(name) \
+                and name not in composed:
+            problem = "the message declines to answer: it gives no text"
         if problem is None:
             kept[name] = value
         else:
@@ -199,6 +214,8 @@ def _number_said(number: float, texts: list[str], name: str = "") -> bool:
     the field counts: not a time of day ("before 9 in the morning") and not a number of something
     else ("I have 2 questions" for guests, "2 cards" for an amount)."""
     for text in texts:
+        if name and extract.counts_people(name) and extract.people_named(text) == number:
+            return True  # "just me and my wife": 2 guests
         for written in dict.fromkeys([text, extract.digits_for_words(text)]):
             plain = written.replace(",", "") if re.search(r"\d,\d{3}\b", written) else written
             for found in re.finditer(r"(?<![\w.-])-?\d+(?:\.\d+)?(?![\w-])", plain):
@@ -244,7 +261,7 @@ def _boolean(value: Any, evidence: Evidence, name: str) -> str | None:
     if wanted is None:
         return f"{value} is no yes or no"
     for text in evidence.said:
-        opens = extract._yes_no(text)
+        opens = extract.boolean_for(text, name)  # "yes ...", "no car" / "on foot" for with_car
         if opens is not None and opens == wanted:
             return None
         if (_NEGATIVE if wanted is False else _POSITIVE).search(text):

@@ -348,6 +348,17 @@ def form_turn(ctx: TurnContext, agent, frame: Frame, text: str) -> Outcome | Non
             # the tool asked the user (the accounts to pay from): the answer is for the next field it lacks
             values = ctx.values(agent.name)
             state["asking"] = next((p.name for p in gathered if not _held(values.get(p.name))), None)
+            item = _item_named(text, _listed_items(ctx, tools)) if text.strip() and state["asking"] else None
+            if item is not None:
+                # the message gave it already ("... from my current account"): the item it names fills it
+                name = state["asking"]
+                ctx.write(agent.name, name, _item_value(agent, name, item), agent.name,
+                          why="extracted from the user's message (read offline, the prompt as a form)")
+                state.setdefault("shown", {})[name] = item["name"]
+                state["given"] = sorted(set(state.get("given", [])) | {name})
+                state["asking"] = None
+                values = ctx.values(agent.name)
+                continue
             frame.last_prompt = asked[-1]
             frame.waiting = True
             return Outcome.wait()

@@ -47,6 +47,10 @@ _CHANGING = {"add", "append", "assign", "block", "book", "buy", "cancel", "chang
              "make", "modify", "open", "pay", "place", "post", "process", "purchase", "put", "record", "refund",
              "register", "remove", "renew", "replace", "reserve", "reset", "save", "schedule", "send", "set",
              "submit", "transfer", "unblock", "unlock", "update", "upsert", "withdraw", "write"}
+# capitalised words that name a day or a month, not a person or a thing ("on the 1st of December")
+_CALENDAR = {"january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+             "november", "december", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday",
+             "christmas", "easter"}
 _ASKING = {"please", "call", "contact", "pay", "email", "message", "text", "find", "show", "check", "tell", "ask",
            "get", "give", "recommend", "try", "use"}
 _PREFIXES = {"action", "actions", "tool", "tools", "api", "fn", "func", "function", "cmd", "command", "do", "run",
@@ -389,7 +393,7 @@ def proper_name(text: str) -> str | None:
             if len(words) < 3 or words[0].lower() not in _CHANGING | _ASKING:
                 continue
             before, name = "", " ".join(words[1:])
-        if name in ("I", "I'm", "I'd", "I've", "I'll") or \
+        if name in ("I", "I'm", "I'd", "I've", "I'll") or name.lower() in _CALENDAR or \
                 re.search(r"\b(?:not|instead\s+of|rather\s+than)\s*$", before, re.IGNORECASE):
             continue  # "I meant Northgate Energy, not Olivia": a name said no to is not the one meant
         found.append(name)

@@ -323,6 +323,14 @@ class ReasoningExecutor:
             if target is not None and target.name not in found and target.type == "string" and \
                     not any(v.kind == "pattern" for v in target.validations) and not extract.no_answer(text):
                 found[target.name] = text.strip()  # the answer to the question asked, in the user's words
+            held = ctx.values(agent.name)
+            for f in fields.values():  # "...and took the TV and a laptop": what was damaged or taken, in their words
+                if f.name not in found and held.get(f.name) is None and f.type == "string" and not f.options \
+                        and not f.validations \
+                        and extract.AFFECTED_FIELD.search(f.name) and not extract.no_answer(text):
+                    affected = extract.things_affected(text)
+                    if affected is not None:
+                        found[f.name] = affected
             if found:
                 record_fields(ctx, agent, found, fields, by="pattern")
         missing = missing_fields(ctx, agent, fields)
