@@ -252,3 +252,11 @@ def test_a_book_named_as_a_likeness_is_not_taken():
     assert offline_tools.taken_item(ctx, agent, frame, "Something like Emberwild, please.") is None
     assert offline_tools.taken_item(ctx, agent, frame, "Yes, I'd like to order Emberwild.") == \
         ("book_wanted", ["Emberwild"])
+
+
+def test_a_question_at_a_claims_step_goes_to_the_agent_it_is_for_never_the_else(local_model, example_db):
+    # the reason step's `else` blocks the card for "other": a question about a balance must not reach it
+    run = offline(BANKING, ["Please block my card.", "The credit one.",
+                            "Actually, what's the balance of my savings account first?"], local_model)
+    assert not [c for c in tool_calls(run, 3) if c[0] == "action_update_card_status"]
+    assert "check_balance" in agents_of(run, 3)

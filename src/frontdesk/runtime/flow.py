@@ -1447,6 +1447,16 @@ class FlowExecutor:
                 ctx.log.emit("step", frame.agent, action="claims decided by the answer's yes or no", node=branch.id,
                              choice=answered, best=decision.best, score=round(decision.score, 3))
                 return answered
+        if not decision.sure and not ctx.llm_classifies and not tentative and message.rstrip().endswith("?") \
+                and (decision.best or "").startswith("switch:") and not answers_yes_no(message):
+            # with no LLM, a question that no case is sure of and that is closest to another agent is for
+            # that agent ("Actually, what's the balance of my savings account first?" at "the reason for
+            # blocking?"): never the step's `else` (which may act: block the card for "other")
+            frame.data.decided_by[branch.id] = "embedding (a question, closest to another agent)"
+            ctx.log.emit("step", frame.agent, action="claims decided by embedding", node=branch.id,
+                         choice=decision.best, sure=False, best=decision.best, score=round(decision.score, 3),
+                         margin=round(decision.margin, 3), reason="a question closest to another agent")
+            return decision.best
         if decision.sure or not ctx.llm_classifies or tentative:
             # A message that started the agent was a request for its task; it answers the question
             # the agent has not asked yet only when the model is sure of it (no LLM call for that).
