@@ -534,6 +534,9 @@ def _first_sentence(passages: str) -> str | None:
 # ---- the HTTP server ------------------------------------------------------------------------------
 
 
+HTTP_STATUS = "_http_status"  # an answer carrying this key is sent as that HTTP error instead
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, as the OpenAI client expects
     server: "_Server"
@@ -551,7 +554,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         answer, record = self.server.model.complete(body)
         record.seconds = time.perf_counter() - start  # before the reply leaves: the client reads it after
-        self._send(200, answer)
+        status = answer.pop(HTTP_STATUS, 200)  # a model that errs on purpose (bench/faults.py): 429, 500
+        self._send(status, answer if status == 200 else {"error": {"message": f"injected HTTP {status}"}})
 
     def _send(self, status: int, payload: dict[str, Any]) -> None:
         data = json.dumps(payload).encode()

@@ -390,6 +390,7 @@ class Bench:
         self.notes: set[str] = set()
         self.engine_options: dict[str, Any] = {}  # e.g. orchestration= (bench/orchestration.py)
         self.dialogue_dir: Path | None = None  # a `program: bots/<name>` is looked for here first
+        self.model_factory = IdealModel  # (program, counter, dialogue name) -> the model (bench/robustness.py)
 
     def program(self, name: str):
         if name not in self._programs:
@@ -420,7 +421,8 @@ class Bench:
 
         program = self.program(dialogue.program)
         llm, understanding, embedder = self.models(dialogue.program)
-        model = IdealModel(program, self.counter) if self.server else None
+        model = (IdealModel(program, self.counter) if self.model_factory is IdealModel
+                 else self.model_factory(program, self.counter, dialogue.name)) if self.server else None
         if model is not None:
             self.server.model = model
         with tempfile.TemporaryDirectory() as data, environment(FRONTDESK_EXAMPLE_DB_DIR=data,
