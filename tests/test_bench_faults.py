@@ -78,3 +78,34 @@ def test_an_injected_http_error_reaches_the_client_as_one():
         with pytest.raises(LLMError):
             provider.complete(request)
     assert model.injected == [("route", "http_500")]
+
+
+class _OnceEmpty(faults.FaultyModel):
+    """The ideal model whose first answer of the dialogue comes back empty (then no more faults)."""
+
+    def __init__(self, program, counter, name):
+        super().__init__(program, counter, name, rate=1.0, seed=0, only={"empty"})
+        self.hits = []
+
+    def complete(self, body):
+        answer, record = super().complete(body)
+        if self.injected:
+            self.hits += self.injected
+            self.rate = 0.0
+        return answer, record
+
+
+def test_an_empty_answer_is_asked_for_again_and_the_turn_stays_right():
+    import intent_shift
+    import yaml
+
+    path = ROOT / "bench" / "intent_shift" / "bs_issue7.yml"
+    with ideal_model.IdealModelServer() as server:
+        bench = intent_shift.Bench("llm", intent_shift.examples_root(), server, ideal_model.TokenCounter())
+        models = []
+        bench.model_factory = lambda program, counter, name: models.append(_OnceEmpty(program, counter, name)) \
+            or models[-1]
+        dialogue = intent_shift.load_dialogue(path, bench.program(yaml.safe_load(path.read_text())["program"]))
+        row = bench.run(dialogue)
+    assert models[0].hits and models[0].hits[0][1] == "empty"
+    assert [t.ok for t in row.turns] == [True] * len(row.turns), [t.problems for t in row.turns if not t.ok]

@@ -67,7 +67,9 @@ class FlakyModel:
     {"purpose": "reason", "error": "the model called tool 'set_args' with arguments that are not valid JSON: {"},
 ])
 def test_a_failed_model_call_apologises_and_the_next_message_works(tmp_path, fault):
-    llm = ScriptedProvider([HELLO, fault, {"purpose": "reason", "reply": "Sure: what is your code?"}])
+    # (an unreadable answer is asked for once more in the same call: it fails twice here)
+    again = [fault] if "JSON" in fault["error"] else []
+    llm = ScriptedProvider([HELLO, fault, *again, {"purpose": "reason", "reply": "Sure: what is your code?"}])
     engine = Engine(adl(tmp_path), llm, MemorySessionStore())
     sid = engine.start().session_id
     failed = engine.send(sid, "hello")
@@ -81,7 +83,8 @@ def test_a_failed_model_call_apologises_and_the_next_message_works(tmp_path, fau
 
 def test_an_empty_or_null_reply_says_the_fallback_and_the_next_message_works(tmp_path):
     empty, null = LLMResponse(content=""), LLMResponse(content=None)
-    model = FlakyModel([LLMResponse(content="Hi!"), empty, null, LLMResponse(content="Here again.")])
+    # (an empty answer is asked for once more: each message gets two here)
+    model = FlakyModel([LLMResponse(content="Hi!"), empty, empty, null, null, LLMResponse(content="Here again.")])
     engine = Engine(adl(tmp_path), model, MemorySessionStore())
     sid = engine.start().session_id
     for text in ("one", "two"):
@@ -93,9 +96,25 @@ def test_an_empty_or_null_reply_says_the_fallback_and_the_next_message_works(tmp
     assert all(m.get("content") for m in messages if m["role"] == "assistant")
 
 
+def test_one_empty_or_unreadable_answer_is_asked_for_again_with_what_was_wrong(tmp_path):
+    model = FlakyModel([LLMResponse(content="Hi!"), LLMResponse(content=""), LLMResponse(content="Sure: your code?"),
+                        LLMError("the model called tool 'set_args' with arguments that are not valid JSON: {"),
+                        LLMResponse(content="And the item?")])
+    seen = []
+    complete = model.complete
+    model.complete = lambda request: seen.append(request) or complete(request)
+    engine = Engine(adl(tmp_path), model, MemorySessionStore())
+    sid = engine.start().session_id
+    assert texts(engine.send(sid, "hello")) == ["Sure: your code?"]
+    assert "could not be used: the answer was empty" in (seen[-1].messages[-1].content or "")
+    assert texts(engine.send(sid, "A1")) == ["And the item?"]
+    assert "not valid JSON" in (seen[-1].messages[-1].content or "") and model.calls == 5
+
+
 def test_an_empty_reply_says_the_agents_text_fallback_policy(tmp_path):
     prog = adl(tmp_path, SINGLE + '  fallback: \'Say "Let me put that another way: what is your order code?"\'\n')
-    engine = Engine(prog, ScriptedProvider([HELLO, {"purpose": "reason", "reply": "  "}]), MemorySessionStore())
+    blank = {"purpose": "reason", "reply": "  "}
+    engine = Engine(prog, ScriptedProvider([HELLO, blank, blank]), MemorySessionStore())
     sid = engine.start().session_id
     result = engine.send(sid, "hm")
     assert texts(result) == ["Let me put that another way: what is your order code?"] and not result.ended
@@ -173,7 +192,7 @@ MESSAGES:
   fallback: "I lost my words there; could you ask again?"
 '''
     llm = ScriptedProvider([HELLO, {"purpose": "reason", "error": "HTTP 502"}, {"purpose": "reason", "reply": ""},
-                            {"purpose": "reason", "reply": "Your order ships today."}])
+                            {"purpose": "reason", "reply": ""}, {"purpose": "reason", "reply": "Your order ships today."}])
     engine = Engine(abl(tmp_path, desk), llm, MemorySessionStore())
     sid = engine.start().session_id
     assert texts(engine.send(sid, "where is my order?")) == ["The assistant is offline for a moment."]

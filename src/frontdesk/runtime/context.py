@@ -13,7 +13,7 @@ from frontdesk.expr import EvalError, evaluate, is_true, render_template
 from frontdesk.expr.evaluator import EvalEnv
 from frontdesk.ir.expr import ExprCondition, memory_path
 from frontdesk.ir.models import Expr, Program, Ref, RouterAgent, Template
-from frontdesk.llm.base import LLM, LLMError, LLMRequest, LLMResponse, message_record
+from frontdesk.llm.base import LLM, ChatMessage, LLMError, LLMRequest, LLMResponse, message_record
 from frontdesk.nlu.base import Decision, Option, Thresholds, Understanding
 from frontdesk.runtime.driver import Driver
 from frontdesk.runtime.events import EventLog
@@ -43,6 +43,26 @@ NO_LLM_MESSAGE = (
     "no LLM is configured: set FRONTDESK_LLM_BASE_URL (and FRONTDESK_LLM_API_KEY, FRONTDESK_LLM_MODEL) "
     "for an OpenAI-compatible endpoint, or replay a script with --script"
 )
+
+
+# what the OpenAI-compatible client says of a tool call it could not read (llm/openai_compat.py)
+UNUSABLE_ANSWER = re.compile(r"not valid JSON|not a JSON object|without a function name")
+
+
+def _unusable(request: LLMRequest, response: LLMResponse) -> str | None:
+    """Why a model's answer cannot be used at all: it is empty. (A tool the request does not offer goes back
+    to the model as that tool's error, where the reasoning loop reads it.)"""
+    if not (response.content or "").strip() and not response.tool_calls:
+        return "the answer was empty"
+    return None
+
+
+def _reasked(request: LLMRequest, problem: str) -> LLMRequest:
+    """The same request once more, told what was wrong with the last answer."""
+    note = ChatMessage(role="system", content=f"Your last answer could not be used: {problem}. Answer again"
+                                               + (", calling one of the tools with valid JSON arguments."
+                                                  if request.tools else "."))
+    return request.model_copy(update={"messages": [*request.messages, note]})
 
 
 class TurnInput:
@@ -458,7 +478,22 @@ class TurnContext:
             raise TurnPreempted()
 
     def complete(self, request: LLMRequest, agent: str | None) -> LLMResponse:
-        """Make an LLM call, recording it (prompt, answer, tokens) as an event."""
+        """Make an LLM call, recording it (prompt, answer, tokens) as an event. An answer that cannot be
+        used (empty; a tool call whose arguments are not JSON) is asked for once more, with what was wrong
+        with it: one call more, only when the model erred."""
+        try:
+            response = self._complete_once(request, agent)
+        except LLMError as exc:
+            if not UNUSABLE_ANSWER.search(str(exc)):
+                raise
+            return self._complete_once(_reasked(request, str(exc)), agent)
+        problem = _unusable(request, response)
+        if problem is None:
+            return response
+        self.log.emit("step", agent, action="the model's answer could not be used: asked again", why=problem)
+        return self._complete_once(_reasked(request, problem), agent)
+
+    def _complete_once(self, request: LLMRequest, agent: str | None) -> LLMResponse:
         if self.llm is None:
             self.log.emit("llm_call", agent, purpose=request.purpose, error=NO_LLM_MESSAGE)
             raise LLMError(NO_LLM_MESSAGE)
