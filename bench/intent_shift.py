@@ -203,10 +203,10 @@ def values_given(turn: Turn) -> list[Any]:
     return out
 
 
-def values_invented(events: list[dict[str, Any]], given: list[Any], listed: list[dict[str, Any]]) -> dict[str, Any]:
-    """The values set from the user's words this turn that no turn so far gives (the oracle's words). A value
-    of an item a tool listed counts as given when the item also holds a value given ("40021873", the number
-    of the account whose name "Everyday Current" holds the oracle's "current")."""
+def value_given(value: Any, given: list[Any], listed: list[dict[str, Any]]) -> bool:
+    """Whether every item of `value` is one the oracle gives so far. A value of an item a tool listed counts
+    as given when the item also holds a value given ("40021873", the number of the account whose name
+    "Everyday Current" holds the oracle's "current")."""
     words = {w for g in given for x in _as_list(g) for w in _norm(x).split() if len(w) >= 4}
 
     def one(item: Any) -> bool:
@@ -217,16 +217,24 @@ def values_invented(events: list[dict[str, Any]], given: list[Any], listed: list
                    any(words & set(_norm(v).split()) for v in entry.values() if isinstance(v, str))
                    for entry in listed)
 
-    def known(value: Any) -> bool:
-        return all(one(item) for item in _as_list(value))
+    return all(one(item) for item in _as_list(value))
 
+
+def values_invented(events: list[dict[str, Any]], given: list[Any], listed: list[dict[str, Any]]) -> dict[str, Any]:
+    """The values set from the user's words this turn that no turn so far gives (the oracle's words)."""
     out = {}
     for e in events:
         data = e["data"]
         if e["type"] == "arg_set" and str(data.get("why", "")).startswith(FROM_THE_USER) and \
-                data.get("value") not in (None, "", []) and not known(data.get("value")):
+                data.get("value") not in (None, "", []) and not value_given(data.get("value"), given, listed):
             out[f"{e.get('agent')}.{data.get('name')}"] = data.get("value")
     return out
+
+
+def listed_items(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The items (objects) the turn's tools listed: the accounts of action_ask_account_from."""
+    return [item for e in events if e["type"] == "tool_result" for value in (e["data"].get("args") or {}).values()
+            if isinstance(value, list) for item in value if isinstance(item, dict)]
 
 
 def check_turn(turn: Turn, events: list[dict[str, Any]], members: set[str], side_effects: set[str],
@@ -446,8 +454,7 @@ class Bench:
         rows, given, listed = [], [], []
         for turn, events, wall, model, local_before in self.replay(dialogue):
             given += values_given(turn)
-            listed += [item for e in events if e["type"] == "tool_result" for value in (e["data"].get("args") or {}).values()
-                       if isinstance(value, list) for item in value if isinstance(item, dict)]
+            listed += listed_items(events)
             row = self._row(turn, events, wall, model, llm, local_before, members, side_effects)
             invented = values_invented(events, given, listed)
             if invented:

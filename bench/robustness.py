@@ -36,9 +36,11 @@ from intent_shift import (  # noqa: E402
     changing_tools,
     check_turn,
     examples_root,
+    listed_items,
     load_dialogue,
     member_agents,
     same_value,
+    value_given,
     values_given,
     values_invented,
 )
@@ -63,11 +65,7 @@ def harm(turn, events: list[dict[str, Any]], side_effects: set[str], given: list
             continue
         name, args = e["data"].get("tool"), e["data"].get("args") or {}
         if not any(n == name and same_value(a, args) for n, a in expected):
-            fake = {"type": "arg_set", "agent": name, "data": {}}
-            invented = {k: v for k, v in args.items()
-                        if values_invented([{**fake, "data": {"name": k, "value": v,
-                                                              "why": "extracted from the user's message"}}],
-                                           given, listed)}
+            invented = {k: v for k, v in args.items() if v not in (None, "", []) and not value_given(v, given, listed)}
             return f"{name} ran unexpectedly" + (f" with values never given {invented}" if invented else "")
     return None
 
@@ -88,9 +86,7 @@ def run(mode: str, rate: float, seed: int, paths: list[Path], server, counter) -
         listed: list = []
         for turn, events, _wall, model, _before in bench.replay(dialogue):
             given += values_given(turn)
-            listed += [item for e in events if e["type"] == "tool_result"
-                       for value in (e["data"].get("args") or {}).values() if isinstance(value, list)
-                       for item in value if isinstance(item, dict)]
+            listed += listed_items(events)
             problems = check_turn(turn, events, members, side_effects)
             invented = values_invented(events, given, listed)
             hurt = harm(turn, events, side_effects, given, listed)

@@ -34,3 +34,10 @@ def local_model():
 
     embedder = get_default_embedder()
     return EmbeddingUnderstanding(embedder), embedder
+
+
+@pytest.fixture
+def example_db(tmp_path, monkeypatch):
+    """The example bots' tools keep their data in a SQLite file: a fresh one for every test, on a fixed day."""
+    monkeypatch.setenv("FRONTDESK_EXAMPLE_DB_DIR", str(tmp_path))
+    monkeypatch.setenv("FRONTDESK_EXAMPLE_TODAY", "2026-11-22")

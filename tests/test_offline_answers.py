@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 
 from frontdesk.lang import load_program
 from frontdesk.lang.abl.compiler import load_abl
@@ -21,12 +20,6 @@ from frontdesk.testing import run_conversation
 ROOT = Path(__file__).resolve().parents[1]
 BOOKSTORE = ROOT / "examples" / "bookstore"
 BANKING = ROOT / "examples" / "retail_banking"
-
-
-@pytest.fixture
-def bookstore_db(tmp_path, monkeypatch):
-    monkeypatch.setenv("FRONTDESK_EXAMPLE_DB_DIR", str(tmp_path))
-    monkeypatch.setenv("FRONTDESK_EXAMPLE_TODAY", "2026-11-22")
 
 
 def offline(program, lines, local_model):
@@ -47,7 +40,7 @@ def offline_actions(run):
 # ---- tools chosen offline ---------------------------------------------------------------------------
 
 
-def test_the_offline_bookstore_recommends_fantasy_books_with_find_bestsellers(local_model, bookstore_db):
+def test_the_offline_bookstore_recommends_fantasy_books_with_find_bestsellers(local_model, example_db):
     prog, _ = load_program(BOOKSTORE)
     run = offline(prog, ["can you recommend a fantasy book?"], local_model)
     tools = [a for a in offline_actions(run) if a["action"] == "tool"]
@@ -58,7 +51,7 @@ def test_the_offline_bookstore_recommends_fantasy_books_with_find_bestsellers(lo
     assert [m.agent for m in run.turns[1].messages] == ["book_recommendation"]
 
 
-def test_an_argument_the_message_does_not_give_is_asked_for_never_filled(local_model, bookstore_db):
+def test_an_argument_the_message_does_not_give_is_asked_for_never_filled(local_model, example_db):
     prog, _ = load_program(BOOKSTORE)
     run = offline(prog, ["recommend me something", "mystery"], local_model)
     actions = offline_actions(run)
@@ -72,7 +65,7 @@ def test_an_argument_the_message_does_not_give_is_asked_for_never_filled(local_m
     assert "Best sellers in mystery" in " ".join(m.text for m in run.turns[2].messages)
 
 
-def test_an_unclear_message_calls_no_tool_and_says_what_it_cannot_do(local_model, bookstore_db):
+def test_an_unclear_message_calls_no_tool_and_says_what_it_cannot_do(local_model, example_db):
     prog, _ = load_program(BOOKSTORE)
     run = offline(prog, ["can you recommend a fantasy book?", "hello there"], local_model)
     last = [a for a in offline_actions(run)][-1]
@@ -146,7 +139,7 @@ def test_listed_values_are_read_from_the_message_and_a_missing_one_is_asked_for(
 # ---- extractive answers lead with the answer ----------------------------------------------------------
 
 
-def test_the_bookstore_return_policy_leads_with_the_30_day_rule(local_model, bookstore_db):
+def test_the_bookstore_return_policy_leads_with_the_30_day_rule(local_model, example_db):
     prog, _ = load_program(BOOKSTORE)
     run = offline(prog, ["what is your return policy?"], local_model)
     answer = run.turns[1].messages[0].text
@@ -161,7 +154,7 @@ def test_the_bank_answers_a_recalled_transfer_question_first(local_model):
     assert kb and kb[0].text.startswith("Immediate transfers cannot be recalled."), kb
 
 
-def test_a_resumed_agent_asks_its_question_again_but_never_repeats_an_answer(local_model, bookstore_db):
+def test_a_resumed_agent_asks_its_question_again_but_never_repeats_an_answer(local_model, example_db):
     prog, _ = load_program(BOOKSTORE)
     run = offline(prog, ["can you recommend a fantasy book?", "what is your return policy?"], local_model)
     said = [m.text for m in run.turns[2].messages]
@@ -172,7 +165,7 @@ def test_a_resumed_agent_asks_its_question_again_but_never_repeats_an_answer(loc
 # ---- an item offered offline, taken by "yes" ------------------------------------------------------------
 
 
-def test_the_offline_recommender_offers_its_top_book_and_yes_takes_it_for_the_order(local_model, bookstore_db):
+def test_the_offline_recommender_offers_its_top_book_and_yes_takes_it_for_the_order(local_model, example_db):
     prog, _ = load_program(BOOKSTORE)
     run = offline(prog, ["Recommend a romance novel please.", "Yes, order it.", "No, that's everything."],
                   local_model)
@@ -184,14 +177,14 @@ def test_the_offline_recommender_offers_its_top_book_and_yes_takes_it_for_the_or
     assert placed and placed[0]["args"]["ordered_book"] == ["Letters to Larkspur"]
 
 
-def test_no_to_the_offered_book_takes_nothing(local_model, bookstore_db):
+def test_no_to_the_offered_book_takes_nothing(local_model, example_db):
     prog, _ = load_program(BOOKSTORE)
     run = offline(prog, ["Recommend a romance novel please.", "No, not that one."], local_model)
     assert not [e for e in run.events_of("reasoning_offline") if e["data"].get("action") == "take"]
     assert "You have selected these books" not in " ".join(m.text for m in run.turns[2].messages)
 
 
-def test_a_resumed_agent_repeats_only_the_question_of_its_offer(local_model, bookstore_db):
+def test_a_resumed_agent_repeats_only_the_question_of_its_offer(local_model, example_db):
     prog, _ = load_program(BOOKSTORE)
     run = offline(prog, ["can you recommend a fantasy book?", "what is your return policy?"], local_model)
     said = [m.text for m in run.turns[2].messages]

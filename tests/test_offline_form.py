@@ -6,19 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 
 from frontdesk.lang import load_program
 from frontdesk.testing import run_conversation
 
 ROOT = Path(__file__).resolve().parents[1]
 BANKING = ROOT / "examples" / "retail_banking"
-
-
-@pytest.fixture
-def example_db(tmp_path, monkeypatch):
-    monkeypatch.setenv("FRONTDESK_EXAMPLE_DB_DIR", str(tmp_path))
-    monkeypatch.setenv("FRONTDESK_EXAMPLE_TODAY", "2026-11-22")
 
 
 def offline(lines, local_model):

@@ -8,7 +8,6 @@ from __future__ import annotations
 from pathlib import Path
 from types import SimpleNamespace
 
-import pytest
 
 from frontdesk.lang import load_program
 from frontdesk.runtime import offline_tools
@@ -19,12 +18,6 @@ from frontdesk.testing import run_conversation
 ROOT = Path(__file__).resolve().parents[1]
 BOOKSTORE = ROOT / "examples" / "bookstore"
 BANKING = ROOT / "examples" / "retail_banking"
-
-
-@pytest.fixture
-def example_db(tmp_path, monkeypatch):
-    monkeypatch.setenv("FRONTDESK_EXAMPLE_DB_DIR", str(tmp_path))
-    monkeypatch.setenv("FRONTDESK_EXAMPLE_TODAY", "2026-11-22")
 
 
 def offline(path, lines, local_model):

@@ -35,11 +35,14 @@ from frontdesk.runtime.offline_tools import (
     _words,
     changes_something,
     ground_args,
+    has_value,
     held_args,
     listed_values,
     proper_name,
     question_for,
     render_result,
+    say,
+    tool_question,
     what_i_can_do,
 )
 from frontdesk.runtime.state import Frame
@@ -120,10 +123,6 @@ def fields(ctx: TurnContext, agent, tools: list) -> list:
     return [p for _, p in sorted(out, key=lambda pair: pair[0])]
 
 
-def _held(value: Any) -> bool:
-    return value is not None and not (isinstance(value, str) and not value.strip()) and value not in ([], {})
-
-
 def _listed_items(ctx: TurnContext, tools: list) -> list[dict]:
     """The items (with a name) the agent's tools listed in the session: the accounts of action_ask_account_from."""
     items = []
@@ -165,7 +164,7 @@ def read(ctx: TurnContext, agent, frame: Frame, text: str, gathered: list, tools
     """The values the message gives for the agent's fields (see the module's docstring)."""
     values = ctx.values(agent.name)
     corrects = bool(_CORRECTS.search(text))
-    open_ = [p for p in gathered if p.name == asking or not _held(values.get(p.name)) or corrects]
+    open_ = [p for p in gathered if p.name == asking or not has_value(values.get(p.name)) or corrects]
     if not open_ or extract.no_answer(text):
         return {}
     form = SimpleNamespace(name=agent.name, params=open_, description=getattr(agent, "description", "") or "")
@@ -213,7 +212,7 @@ def read(ctx: TurnContext, agent, frame: Frame, text: str, gathered: list, tools
             ctx, agent, next(p for p in open_ if p.name == asking))[0]:
         found[asking] = _item_value(agent, asking, item)  # the listed item the answer names
         frame.locals.setdefault(FORM, {}).setdefault("shown", {})[asking] = item["name"]
-    return {k: v for k, v in found.items() if _held(v)}
+    return {k: v for k, v in found.items() if has_value(v)}
 
 
 _DATE_FORMATS = {"DD/MM/YYYY": "{d}/{m}/{y}", "MM/DD/YYYY": "{m}/{d}/{y}", "DD.MM.YYYY": "{d}.{m}.{y}",
@@ -270,13 +269,6 @@ def _before(agent, gathered: list, tdef, tools: list) -> list:
     return [p for p in gathered if 0 <= _first(prompt, p.name) < at and p.name in taken]
 
 
-def _say(ctx: TurnContext, agent, frame: Frame, words: str, *, question: bool = False) -> None:
-    ctx.say(agent.name, words, frame)
-    frame.data.messages.append({"role": "assistant", "content": words})
-    if question:
-        frame.last_prompt = words
-
-
 def _summary(agent, tdef, args: dict, state: dict) -> str:
     """What the change will do, with the values the user gave (an item by its name, not its number)."""
     what = what_i_can_do([tdef]) or _words(tdef.name)
@@ -301,14 +293,14 @@ def form_turn(ctx: TurnContext, agent, frame: Frame, text: str) -> Outcome | Non
                          reason="the user said yes to what it will do")
             result = ctx.call_tool(tdef.name, confirm["args"], agent.name, frame)
             if not result.bot:
-                _say(ctx, agent, frame, render_result(result))
+                say(ctx, agent, frame, render_result(result))
             frame.waiting = False
             frame.locals.pop(FORM, None)
             return Outcome.done("success" if result.ok else "error", render_result(result),
                                 value=ctx.values(agent.name))
         if answer < 0:
             ctx.log.emit("reasoning_offline", agent.name, action="cancelled", tool=confirm["tool"])
-            _say(ctx, agent, frame, "Okay, I have not done it.")
+            say(ctx, agent, frame, "Okay, I have not done it.")
             frame.waiting = False
             frame.locals.pop(FORM, None)
             return Outcome.done("success", "the user said no", value=ctx.values(agent.name))
@@ -332,7 +324,7 @@ def form_turn(ctx: TurnContext, agent, frame: Frame, text: str) -> Outcome | Non
                      reason="what it needs is held")
         result = ctx.call_tool(tdef.name, args, agent.name, frame)
         if not result.ok:
-            _say(ctx, agent, frame, render_result(result))
+            say(ctx, agent, frame, render_result(result))
             again = [p.name for p in tdef.params if p.name in new]
             if not again:
                 frame.waiting = False
@@ -343,11 +335,11 @@ def form_turn(ctx: TurnContext, agent, frame: Frame, text: str) -> Outcome | Non
             ran.pop(tdef.name, None)
             state["confirm"] = None
             break
-        asked = [str(b) for b in (result.bot if isinstance(result.bot, list) else [result.bot]) if b]
-        if asked and asked[-1].rstrip().endswith("?"):
+        asked = tool_question(result)
+        if asked is not None:
             # the tool asked the user (the accounts to pay from): the answer is for the next field it lacks
             values = ctx.values(agent.name)
-            state["asking"] = next((p.name for p in gathered if not _held(values.get(p.name))), None)
+            state["asking"] = next((p.name for p in gathered if not has_value(values.get(p.name))), None)
             item = _item_named(text, _listed_items(ctx, tools)) if text.strip() and state["asking"] else None
             if item is not None:
                 # the message gave it already ("... from my current account"): the item it names fills it
@@ -359,15 +351,15 @@ def form_turn(ctx: TurnContext, agent, frame: Frame, text: str) -> Outcome | Non
                 state["asking"] = None
                 values = ctx.values(agent.name)
                 continue
-            frame.last_prompt = asked[-1]
+            frame.last_prompt = asked
             frame.waiting = True
             return Outcome.wait()
         if not result.bot and result.message.strip():
-            _say(ctx, agent, frame, render_result(result))
+            say(ctx, agent, frame, render_result(result))
         values = ctx.values(agent.name)
     values = ctx.values(agent.name)
     for tdef in tools:  # a change, once all the prompt names before it is held: the user says yes first
-        if not changes_something(tdef) or any(not _held(values.get(p.name)) for p in _before(agent, gathered, tdef, tools)):
+        if not changes_something(tdef) or any(not has_value(values.get(p.name)) for p in _before(agent, gathered, tdef, tools)):
             continue
         args = _due(ctx, agent, tdef, values)
         if args is None:
@@ -375,20 +367,20 @@ def form_turn(ctx: TurnContext, agent, frame: Frame, text: str) -> Outcome | Non
         state["confirm"] = {"tool": tdef.name, "args": args}
         state["asking"] = None
         ctx.log.emit("reasoning_offline", agent.name, action="confirm", tool=tdef.name, args=args)
-        _say(ctx, agent, frame, _summary(agent, tdef, args, state), question=True)
+        say(ctx, agent, frame, _summary(agent, tdef, args, state))
         frame.waiting = True
         return Outcome.wait()
     # what the tools still open need: a tool whose step tests a value the user gave otherwise needs nothing
-    live = [t for t in tools if all(not _held(values.get(n)) or str(values.get(n)).strip().lower() == v.lower()
+    live = [t for t in tools if all(not has_value(values.get(n)) or str(values.get(n)).strip().lower() == v.lower()
                                     for n, v in conditions(agent, t).items())]
     needed = {p.name for t in live for p in t.params if p.required} | {n for t in live for n in conditions(agent, t)} | \
         {p.name for t in live if changes_something(t) for p in _before(agent, gathered, t, tools)}
     for param in gathered:  # the next argument it lacks, asked for
-        if param.name in needed and not _held(values.get(param.name)):
+        if param.name in needed and not has_value(values.get(param.name)):
             state["asking"] = param.name
             ctx.log.emit("reasoning_offline", agent.name, action="ask", field=param.name)
             form = SimpleNamespace(name=agent.name, params=gathered, description=getattr(agent, "description", ""))
-            _say(ctx, agent, frame, question_for(ctx, agent, form, param), question=True)
+            say(ctx, agent, frame, question_for(ctx, agent, form, param))
             frame.waiting = True
             return Outcome.wait()
     return None

@@ -119,6 +119,11 @@ def choose_tool(ctx: TurnContext, agent, text: str, tools: list):
     return chosen, best, score, lead, scores
 
 
+def has_value(value: Any) -> bool:
+    """Whether a held value counts as given: not None, not blank, not an empty list or object."""
+    return value is not None and not (isinstance(value, str) and not value.strip()) and value not in ([], {})
+
+
 def held_args(ctx: TurnContext, agent, tdef, given: dict[str, Any]) -> dict[str, Any]:
     """The parameters of `tdef` the message does not give that the agent's own arguments hold, by the same
     name (the username the session knows): values the session has, not read from the message."""
@@ -128,9 +133,8 @@ def held_args(ctx: TurnContext, agent, tdef, given: dict[str, Any]) -> dict[str,
         if param.name in given:
             continue
         value = values.get(param.name)
-        if value is None or (isinstance(value, str) and not value.strip()) or value in ([], {}):
-            continue
-        out[param.name] = value
+        if has_value(value):
+            out[param.name] = value
     return out
 
 
@@ -580,6 +584,19 @@ def hand_back(ctx: TurnContext, agent, frame: Frame, text: str) -> Outcome | Non
 # ---- what is said -------------------------------------------------------------------------------------
 
 
+def say(ctx: TurnContext, agent, frame: Frame, words: str) -> None:
+    """Say `words` as the agent offline, and keep them in its transcript (ctx.say keeps them as its last prompt)."""
+    ctx.say(agent.name, words, frame)
+    frame.data.messages.append({"role": "assistant", "content": words})
+
+
+def tool_question(result) -> str | None:
+    """The question a tool put to the user itself (its last `bot` line, when it ends with "?"), or None."""
+    lines = [str(b) for b in (result.bot if isinstance(result.bot, list) else [result.bot]) if b]
+    return lines[-1] if lines and lines[-1].rstrip().endswith("?") else None
+
+
+
 def render_result(result) -> str:
     """A tool's result said plainly, with no model to phrase it: an ADL tool's message and what it printed,
     or a returned value as "name: value" lines."""
@@ -678,8 +695,7 @@ def offline_tool_turn(ctx: TurnContext, agent, frame: Frame, *, hidden=(), why: 
             words = no_tool or f"I can't {what} here: {why}. " + (
                 f"What I can do here is {what_i_can_do(tools)}." if what_i_can_do(tools) else "")
             words = words.strip()
-            ctx.say(agent.name, words, frame)
-            frame.data.messages.append({"role": "assistant", "content": words})
+            say(ctx, agent, frame, words)
             frame.waiting = True
             return Outcome.wait()
         if chosen is None and not frame.said_since_start:
@@ -692,8 +708,7 @@ def offline_tool_turn(ctx: TurnContext, agent, frame: Frame, *, hidden=(), why: 
             ctx.log.emit("reasoning_offline", agent.name, action="no tool", best=best, score=score, margin=lead,
                          scores=scores)
             words = no_tool or cannot_do(tools, why)
-            ctx.say(agent.name, words, frame)
-            frame.data.messages.append({"role": "assistant", "content": words})
+            say(ctx, agent, frame, words)
             frame.waiting = True
             return Outcome.wait()
         tdef = by_name[chosen]
@@ -706,9 +721,7 @@ def offline_tool_turn(ctx: TurnContext, agent, frame: Frame, *, hidden=(), why: 
         ctx.log.emit("reasoning_offline", agent.name, action="ask", tool=tdef.name, field=param.name, args=args,
                      score=score)
         words = question_for(ctx, agent, tdef, param)
-        ctx.say(agent.name, words, frame)
-        frame.data.messages.append({"role": "assistant", "content": words})
-        frame.last_prompt = words
+        say(ctx, agent, frame, words)
         frame.waiting = True
         return Outcome.wait()
     ctx.log.emit("reasoning_offline", agent.name, action="tool", tool=tdef.name, args=args, score=score)
@@ -719,8 +732,7 @@ def offline_tool_turn(ctx: TurnContext, agent, frame: Frame, *, hidden=(), why: 
         # the prompt's next step ("Using the genre, call find_bestsellers") with what the first tool gave
         if not result.bot:
             words = render_result(result)
-            ctx.say(agent.name, words, frame)
-            frame.data.messages.append({"role": "assistant", "content": words})
+            say(ctx, agent, frame, words)
         tdef, args = following, held_args(ctx, agent, following, {})
         ctx.log.emit("reasoning_offline", agent.name, action="tool", tool=tdef.name, args=args, score=None,
                      reason="the prompt's next step")
@@ -733,10 +745,8 @@ def offline_tool_turn(ctx: TurnContext, agent, frame: Frame, *, hidden=(), why: 
                 return hand_back(ctx, agent, frame, text)
     if not result.bot:  # what the tool said to the user itself is said already
         words = "\n".join(w for w in (render_result(result), offer(agent, frame, items)) if w)
-        ctx.say(agent.name, words, frame)
-        frame.data.messages.append({"role": "assistant", "content": words})
-    asks = [str(b) for b in (result.bot if isinstance(result.bot, list) else [result.bot]) if b]
-    if result.ok and not handed_back_args(agent) and not (asks and asks[-1].rstrip().endswith("?")):
+        say(ctx, agent, frame, words)
+    if result.ok and not handed_back_args(agent) and tool_question(result) is None:
         # it did what the message asked and asks nothing more (the balance said, the payees listed): its
         # task is done, as a model would finish, so it does not come back unasked after another agent's task
         ctx.log.emit("reasoning_offline", agent.name, action="done", tool=tdef.name)

@@ -446,7 +446,8 @@ class RouterExecutor:
                 return pick
         ranked = sorted(decision.scores.items(), key=lambda kv: kv[1], reverse=True)
         top = [name for name, score in ranked[:2] if score >= CLARIFY_FLOOR]
-        doer = _task_over_knowledge(ctx, text, top)
+        # (with no question asked yet, _choose looked for the agent that acts already)
+        doer = _task_over_knowledge(ctx, text, top) if asked else None
         if doer is not None:
             ctx.log.emit("route_decided", router.name, agent=doer, by="embedding (a request to act: the agent that acts)",
                          score=round(decision.scores.get(doer, 0.0), 3))
