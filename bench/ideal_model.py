@@ -368,7 +368,14 @@ class IdealModel:
         spoken = _bots_since_last_user(messages)
         # Every agent the message is for has acted on it: nothing of it is left for anyone.
         choice = self._next_handler(allowed, spoken) or NONE_CHOICE
-        return None, [(ROUTE_TOOL, {"agent": choice})], f"route {choice}"
+        arguments: dict[str, Any] = {"agent": choice}
+        if "also" in schema.get("properties", {}) and choice != NONE_CHOICE:
+            # the next agent the oracle lists for the message (a second request in it), when it may be named
+            also = self._after(choice, allowed - {NONE_CHOICE})
+            if also:
+                arguments["also"] = also
+                return None, [(ROUTE_TOOL, arguments)], f"route {choice} also {also}"
+        return None, [(ROUTE_TOOL, arguments)], f"route {choice}"
 
     def _understand(self, agent, system: str, schema) -> tuple[str | None, list, str]:
         properties = schema.get("properties", {})
@@ -494,6 +501,9 @@ class IdealModel:
         return (replies[-1] if replies else ""), [], "text"
 
 
+NO_SUCH_TOOL = "error: there is no tool named"  # what the runtime answers a call of a tool that does not exist
+
+
 def _steps_taken(messages: list[dict[str, Any]]) -> int | None:
     """The agent's steps since the transcript's latest user message: its tool calls (a reply ends its
     turn, and other agents' lines are assistant messages without tool calls); None when the transcript
@@ -501,7 +511,16 @@ def _steps_taken(messages: list[dict[str, Any]]) -> int | None:
     last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=None)
     if last_user is None:
         return None
-    return sum(1 for m in messages[last_user + 1:] if m.get("role") == "assistant" and m.get("tool_calls"))
+    later = messages[last_user + 1:]
+    results = {m.get("tool_call_id"): str(m.get("content") or "") for m in later if m.get("role") == "tool"}
+
+    def missed(step: dict[str, Any]) -> bool:
+        # a step whose every call was of a tool that does not exist did nothing: a correct model, told so,
+        # takes the step again with the right tool
+        ids = [c.get("id") for c in step.get("tool_calls") or []]
+        return bool(ids) and all(results.get(i, "").startswith(NO_SUCH_TOOL) for i in ids)
+
+    return sum(1 for m in later if m.get("role") == "assistant" and m.get("tool_calls") and not missed(m))
 
 
 def _bots_since_last_user(messages: list[dict[str, Any]]) -> set[str]:

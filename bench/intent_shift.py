@@ -177,13 +177,21 @@ def member_agents(program) -> set[str]:
 ACTING_EVENTS = {"bot_message", "agent_started", "agent_resumed", "tool_call", "arg_set", "agent_finished"}
 
 
+# what an agent does that the user can see or that changes something: an agent that only looked at the
+# message and gave it back unanswered (a knowledge agent whose sources hold nothing for it) did not act
+VISIBLE_EVENTS = {"bot_message", "tool_call", "arg_set", "agent_resumed"}
+
+
 def acting_agents(events: list[dict[str, Any]], members: set[str]) -> list[str]:
     acting: list[str] = []
     for e in events:
         if e["type"] in ACTING_EVENTS \
                 and e.get("agent") in members and e["agent"] not in acting:
             acting.append(e["agent"])
-    return acting
+    only_looked = {e["agent"] for e in events if e["type"] == "agent_finished"
+                   and e["data"].get("message") == "gave the message back"}
+    only_looked -= {e.get("agent") for e in events if e["type"] in VISIBLE_EVENTS}
+    return [a for a in acting if a not in only_looked]
 
 
 # the reasons an `arg_set` event gives for a value read from the user's words (by a model or a reader)

@@ -236,12 +236,12 @@ HANDOFF:
     assert program is not None and program.entry == "Support_Hub", [d.format() for d in diags]
     llm = ScriptedProvider([
         {"purpose": "route", "call": "route", "with": {"agent": "Shipping_Agent"}},
-        {"purpose": "reason", "reply": "Let me track that parcel for you."},
+        {"purpose": "reason", "reply": "Your parcel is on its way."},
     ])
     engine = Engine(program, llm, MemorySessionStore())
     sid = engine.start().session_id
     result = engine.send(sid, "where is my package?")
-    assert result.messages[-1].text == "Let me track that parcel for you."
+    assert result.messages[-1].text == "Your parcel is on its way."
     assert result.active_agent == "Shipping_Agent"
     shown = llm.calls[0].messages[0].content
     assert "route here when: user asks about delivery, tracking, or shipments" in shown

@@ -85,7 +85,7 @@ def test_messages_while_escalated_get_the_programs_holding_reply_and_reach_no_ag
     llm = ScriptedProvider([
         {"purpose": "reason", "reply": "Hello, how can I help?"},
         {"purpose": "reason", "call": "set_args", "with": {"order_id": "X-1"}},
-        {"purpose": "reason", "reply": "Let me look."},
+        {"purpose": "reason", "reply": "I see: order X-1."},
     ])
     run = run_conversation(program, ["order X-1 is late"], llm)
     engine, session = run.engine, run.session_id

@@ -459,7 +459,7 @@ def test_trigger_on_a_reasoning_agent_escalates_with_its_package(tmp_path):
     llm = ScriptedProvider([
         {"purpose": "reason", "reply": "Hello, how can I help?"},
         {"purpose": "reason", "call": "set_args", "with": {"order_id": "X-1"}},
-        {"purpose": "reason", "reply": "Let me look."},
+        {"purpose": "reason", "reply": "I see: order X-1."},
         {"purpose": "reason", "expect": "offer a voucher", "reply": "I can offer you a voucher."},
     ])
     run = run_conversation(_program(tmp_path, files), ["order X-1 is late"], llm)
@@ -588,7 +588,7 @@ def test_sentiment_is_read_without_a_model_and_can_trigger_an_escalation(tmp_pat
             RESPOND: "I understand your frustration. Let me connect you with a specialist."
         """}
     llm = ScriptedProvider([{"purpose": "reason", "reply": "Hello!"},
-                            {"purpose": "reason", "reply": "Let me check."},
+                            {"purpose": "reason", "reply": "Your order is on its way."},
                             {"purpose": "reason", "reply": "Still checking."}])
     run = run_conversation(_program(tmp_path, files), ["hi, where is my order?", "this is useless, still nothing!!"],
                            llm)

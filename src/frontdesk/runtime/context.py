@@ -45,15 +45,61 @@ NO_LLM_MESSAGE = (
 )
 
 
+# An LLM's route or claims choice that the embedding model scores this far below its own best (which scores at
+# least the floor) is asked for once more (embedding_doubts). Measured on the intent-shift dialogues (in-sample
+# and held-out, hybrid, bench/robustness.md): right choices of the ideal model trailed the embedding's best by
+# up to 0.50 (three of 33 checks by 0.30 or more), and choices a fault made wrong by 0 to 0.65 (about a third by
+# 0.35 or more): the embedding model is often unsure where the LLM is right, so only a wide gap is doubted.
+DOUBT_GAP = 0.35
+DOUBT_FLOOR = 0.3
+
 # what the OpenAI-compatible client says of a tool call it could not read (llm/openai_compat.py)
 UNUSABLE_ANSWER = re.compile(r"not valid JSON|not a JSON object|without a function name")
 
 
+# a reply that says the agent is about to do something, and does not ("Let me look into that for you."):
+# when tools were offered, that is a tool call the model left out
+ANNOUNCES_ACTION = re.compile(r"(?i)^\W*(?:ok(?:ay)?[,.!]?\s+|sure[,.!]?\s+|certainly[,.!]?\s+)?(?:let me\b|i'll (?:just )?"
+                              r"(?:check|look|find|see|get|pull)\b|i will (?:now )?(?:check|look|find|see|get)\b|"
+                              r"one moment\b|just a moment\b|please wait\b|hold on\b)")
+_PLAIN_TYPES = {"string", "number", "integer", "boolean"}
+
+
 def _unusable(request: LLMRequest, response: LLMResponse) -> str | None:
-    """Why a model's answer cannot be used at all: it is empty. (A tool the request does not offer goes back
+    """Why a model's answer cannot be used as it is: it is empty; or, for an agent's reasoning step, it passes
+    a list or an object where a plain value is due, or, with tools offered, only announces an action it did
+    not take ("Let me look into that."). None when it is usable. (A tool the request does not offer goes back
     to the model as that tool's error, where the reasoning loop reads it.)"""
-    if not (response.content or "").strip() and not response.tool_calls:
+    content = (response.content or "").strip()
+    if not content and not response.tool_calls:
         return "the answer was empty"
+    if request.purpose != "reason":
+        return None  # a route or an `understand` answer is read leniently (a name it does not list is none)
+    offered = {t.name: t for t in request.tools}
+    for call in response.tool_calls:
+        tool = offered.get(call.name)
+        if tool is None:
+            continue  # a tool it does not offer (or a system tool by another name) the reasoning loop reads
+        problem = _argument_problem(tool, call.arguments)
+        if problem is not None:
+            return f"{call.name}: {problem}"
+    if offered and not response.tool_calls and not content.endswith("?") and ANNOUNCES_ACTION.match(content) \
+            and len(content) < 160:
+        return "it said it would do something but called no tool: call the tool now, or ask the user what you need"
+    return None
+
+
+def _argument_problem(tool, arguments: dict[str, Any]) -> str | None:
+    """What is wrong with a call's arguments against the tool's schema: a list or an object where a plain
+    value is due (top level); None when nothing is. (A missing argument, or a name that `finish` does not
+    list, the reasoning loop tells the model of itself.)"""
+    properties = (tool.parameters or {}).get("properties") or {}
+    for name, value in arguments.items():
+        spec = properties.get(name)
+        if not isinstance(spec, dict) or value is None:
+            continue
+        if spec.get("type") in _PLAIN_TYPES and isinstance(value, (list, dict)):
+            return f"{name} must be a {spec['type']}, not a {'list' if isinstance(value, list) else 'JSON object'}"
     return None
 
 
@@ -178,6 +224,8 @@ class TurnContext:
     # the router's orchestration strategy at work in this turn (runtime/orchestration.py): "speculative" in
     # a best-of-n / first-success candidate's own context, "guarded" once the input guardrails passed, ...
     orchestration: dict = field(default_factory=dict)
+    # (task, agent) -> the embedding decision made last in this turn: what an LLM's answer is checked against
+    embedded: dict = field(default_factory=dict)
     # a fan_out task's own context (runtime/fanout.py): its agents never wait for the user, so an LLM agent
     # whose model fails ends with an error for the calling model rather than waiting for a retry
     task: bool = False
@@ -258,10 +306,25 @@ class TurnContext:
         if self.understanding is None or not options or not message:
             return None
         try:
-            return self.understanding.decide(message, options, task, self.thresholds(task))
+            decision = self.understanding.decide(message, options, task, self.thresholds(task))
         except Exception as exc:  # a broken local model must not end the conversation
             self.log.emit("error", agent, where=f"{task} by embedding", message=f"{type(exc).__name__}: {exc}")
             return None
+        self.embedded[(task, agent)] = decision
+        return decision
+
+    def embedding_doubts(self, task: str, agent: str | None, choice: str | None) -> str | None:
+        """The option the embedding model prefers by far to an LLM's `choice` for the same message (task
+        "route" or "claims"), or None: the embedding's best scores at least DOUBT_FLOOR and `choice` at least
+        DOUBT_GAP less. A local check, no call: the caller may ask the LLM once more."""
+        decision = self.embedded.get((task, agent))
+        if decision is None or choice in (None, "none") or decision.best is None or choice == decision.best:
+            return None  # ("none": the embedding model has no score for no case at all)
+        best = decision.scores.get(decision.best, 0.0)
+        gap = best - decision.scores.get(choice, 0.0)
+        self.log.emit("step", agent, action="embedding check of the LLM's choice", choice=choice,
+                      best=decision.best, gap=round(gap, 3), score=round(best, 3))
+        return decision.best if best >= DOUBT_FLOOR and gap >= DOUBT_GAP else None
 
     # ---- state: variables, results, system variables, memory ------------------------
 

@@ -111,6 +111,10 @@ def graph_of(ctx: TurnContext, frame: Frame) -> StepGraph | None:
     return agent.graph if isinstance(agent, FlowAgent) else None
 
 
+# a question that asks for something (not a yes-or-no one, which may well answer: "Could it be Tuesday?")
+_WH_QUESTION = re.compile(r"(?i)^\W*(?:\w+[,.!]\s+)?(?:what|whats|what's|where|when|why|who|how|which)\b")
+
+
 def _contradicts(message: str, choice: str, options) -> bool:
     """Whether a message that says yes or no ("No, only that book") chose a case whose examples say the
     opposite (every example with a yes or no in it)."""
@@ -303,6 +307,7 @@ class FlowExecutor:
             ctx.say(agent, said if said is not None else ctx.render(text, agent, frame), frame,
                     actions=self._actions(node))
             frame.data.last_say = node.id
+            frame.data.tool_spoke = False
             frame.data.node = node.next
         elif isinstance(node, ListenNode):
             return self._listen(node, frame, ctx, graph)
@@ -368,7 +373,11 @@ class FlowExecutor:
         if node is None and frame.data.last_listen:  # a frame stored before `last_say` was kept
             node = next((n for n in graph.nodes.values() if isinstance(n, SayNode) and n.next == frame.data.last_listen),
                         None)
-        if isinstance(node, SayNode) and frame.waiting:
+        if frame.data.tool_spoke and frame.last_prompt and frame.waiting:
+            # a tool the flow called asked the question it waits on (it listed the cards to choose from):
+            # its last line is said again, not the step said before the call
+            ctx.say(frame.agent, frame.last_prompt, frame)
+        elif isinstance(node, SayNode) and frame.waiting:
             said = FlowExecutor._profile_prompt(node, frame, ctx)
             ctx.say(frame.agent, said if said is not None else ctx.render(node.text, frame.agent, frame), frame,
                     actions=FlowExecutor._actions(node))
@@ -623,6 +632,11 @@ class FlowExecutor:
                 agent, claims_choices(branch) if ask_choice and branch else [], switches if ask_choice else [], extract,
                 ctx.state.history, ctx.program.settings.history_window, guards)
             call = ctx.call_args(request, frame.agent, "understand") or {}
+            if ask_choice and branch is not None \
+                    and ctx.embedding_doubts("claims", frame.agent, str(call.get("choice"))) is not None:
+                # the embedding model reads the message as another case by far: the LLM is asked once more
+                call = ctx.call_args(prompts.rechecked(request, str(call.get("choice"))), frame.agent,
+                                     "understand") or call
             if guards and orchestration.merged_verdict(ctx, frame, call, "choice", "merged into the understand call"):
                 return Outcome.wait(), True  # the flow keeps waiting at its question
             answer = call.get("args")
@@ -1438,6 +1452,14 @@ class FlowExecutor:
             ctx.log.emit("step", frame.agent, action="embedding choice contradicts the answer's yes or no",
                          node=branch.id, choice=decision.choice)
             decision = replace(decision, sure=False)
+        if decision.sure and decision.choice is not None and not decision.choice.startswith("switch:") \
+                and ctx.llm_classifies and _WH_QUESTION.match(message) and message.rstrip().endswith("?") \
+                and not any(e.rstrip().endswith("?") for o in options if o.key == decision.choice for e in o.examples):
+            # "How much do you charge for a booster jab?" at "What kind of visit?" names a case ("Booster
+            # jabs") but asks something: the LLM reads whether it answers or turns to another agent
+            ctx.log.emit("step", frame.agent, action="embedding choice is a question: the LLM reads it",
+                         node=branch.id, choice=decision.choice)
+            decision = replace(decision, sure=False)
         if (not decision.sure or decision.choice is None) and not ctx.llm_classifies and not tentative:
             answered = _answers_by_polarity(message, claims_options(branch))
             if answered is not None:
@@ -1457,9 +1479,11 @@ class FlowExecutor:
                          choice=decision.best, sure=False, best=decision.best, score=round(decision.score, 3),
                          margin=round(decision.margin, 3), reason="a question closest to another agent")
             return decision.best
-        if decision.sure or not ctx.llm_classifies or tentative:
-            # A message that started the agent was a request for its task; it answers the question
-            # the agent has not asked yet only when the model is sure of it (no LLM call for that).
+        if decision.sure or not ctx.llm_classifies or (tentative and decision.best is None):
+            # A message that started the agent was a request for its task; it answers the question the
+            # agent has not asked yet when the embedding model is sure of it, or, when it leans to a case
+            # without being sure ("Renew everything I've got out" between "All of them" and "Only the ones
+            # due soon"), when the LLM says so, as it would with no embedding model.
             choice = decision.choice if decision.sure else None
             by = "embedding" if decision.sure else (
                 "embedding (unsure about the message that started the agent: not an answer)" if tentative
@@ -1478,6 +1502,8 @@ class FlowExecutor:
         if node.target_kind == "tool":
             escalated = ctx.state.status == "escalated"
             result = ctx.call_tool(node.target, args, frame.agent, frame, handles_failure=node.handles_failure)
+            if result.bot:
+                frame.data.tool_spoke = True  # "Select the card you require assistance with: ..." asks the question
             if result.failure is not None and result.failure.kind == "awaiting_confirmation":
                 frame.waiting = True  # the user was asked to approve it: this CALL runs again with the answer
                 return Outcome.wait()

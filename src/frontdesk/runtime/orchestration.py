@@ -143,7 +143,12 @@ def with_exit(router: RouterAgent, candidates) -> list:
     return candidates
 
 
-def llm_route(router: RouterAgent, frame: Frame, ctx: TurnContext, candidates) -> str | None:
+# RouterData.decisions: "<turn>:<agent>", the agent a routing model named for a second request in the message
+ALSO_AFTER = "also_after"
+
+
+def llm_route(router: RouterAgent, frame: Frame, ctx: TurnContext, candidates, recheck: str | None = None
+              ) -> str | None:
     """One routing call; its guardrails ride along unless they were checked already this turn.
     BLOCKED when a guardrail stops the message (the user was told); EXIT_CHOICE when the model judges
     that the user ends the conversation (a router with an exit policy)."""
@@ -151,6 +156,8 @@ def llm_route(router: RouterAgent, frame: Frame, ctx: TurnContext, candidates) -
     guards = guard_agents(router, ctx)
     merged = bool(guards) and ctx.orchestration.get("guarded") is not True  # True: a model checked it
     request = route_request(router, candidates, ctx, guards if merged else [])
+    if recheck is not None:  # the first answer was doubted (routing.py): asked once more
+        request = prompts.rechecked(request, recheck)
     try:
         response: LLMResponse | LLMError = ctx.complete(request, router.name)
     except LLMError as exc:
@@ -178,14 +185,20 @@ def routed(router: RouterAgent, frame: Frame, ctx: TurnContext, response: LLMRes
         ctx.log.emit("error", router.name, where="routing", message=str(response))
         ctx.say(router.name, ROUTE_APOLOGY, frame)
         return None
-    choice = None
+    choice = also = None
     if response.tool_calls:
         choice = response.tool_calls[0].arguments.get("agent")
+        also = response.tool_calls[0].arguments.get(prompts.ALSO_FIELD)
     elif response.content:
         choice = next((n for n in names if n in response.content), None)
     if choice not in names:
         choice = None
-    ctx.log.emit("route_decided", router.name, agent=choice, by="llm")
+    if choice is not None and also in names and also != choice:
+        # the message makes a second request: its agent gets the message once the first is done with it
+        frame.data.decisions[ALSO_AFTER] = f"{ctx.state.turn}:{also}"  # type: ignore[union-attr]
+        ctx.log.emit("route_decided", router.name, agent=choice, by="llm", also=also)
+    else:
+        ctx.log.emit("route_decided", router.name, agent=choice, by="llm")
     return choice
 
 

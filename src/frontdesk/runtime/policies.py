@@ -255,7 +255,7 @@ def shares_data(router, agent: str, other: str) -> bool:
 
 
 # A message that begins by dropping what the agent was doing (English only; deliberately simple).
-DROPS_TASK = re.compile(r"^\W*(?:oh,?\s+|ok(?:ay)?,?\s+)?(?:never\s*mind|forget\s+(?:it|that|about)|scratch\s+that|"
+DROPS_TASK = re.compile(r"^\W*(?:(?:oh|ok(?:ay)?|actually|well|hmm+|wait|sorry|um+|right|so)\b[,.!]*\s+)*(?:never\s*mind|forget\s+(?:it|that|about)|scratch\s+that|"
                         r"cancel\s+(?:that|it)|not\s+now|no,?\s+thanks?|no\s+thank\s+you)\b", re.IGNORECASE)
 
 

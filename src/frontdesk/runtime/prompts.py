@@ -111,6 +111,26 @@ def route_plan(router: Agent, candidates: list[Agent], history: list[HistoryItem
                       comment=f"{router.name} picks the agent for the user's message (tool: {ROUTE_TOOL})")
 
 
+ALSO_FIELD = "also"  # route: a second request in the same message, for another agent after the first
+
+
+def rechecked(request: LLMRequest, choice: str) -> LLMRequest:
+    """The same decision asked once more, when a local check doubts the model's `choice` (runtime
+    context.embedding_doubts): the model reads the message again, with no hint of what the check prefers."""
+    note = ChatMessage(role="system", content=f'Your answer "{choice}" looks unlikely for this message. Read the '
+                                              "user's latest message again and answer once more.")
+    return request.model_copy(update={"messages": [*request.messages, note]})
+
+
+def _also(names: list[str]) -> dict[str, Any]:
+    """The route tool's `also`: the agent for a second request the message makes ("How fast is shipping,
+    and could you suggest a mystery?"), run after the first agent in the same turn."""
+    if len(names) < 2:
+        return {}
+    return {ALSO_FIELD: {"type": "string", "enum": names + [NONE_CHOICE],
+                         "description": "the agent for a second request in the same message, if any"}}
+
+
 def route_request(router: Agent, candidates: list[Agent], history: list[HistoryItem], window: int) -> LLMRequest:
     names = [a.name for a in candidates]
     tool = ToolSchema(
@@ -118,7 +138,7 @@ def route_request(router: Agent, candidates: list[Agent], history: list[HistoryI
         description="Hand the user's latest message to an agent.",
         parameters={
             "type": "object",
-            "properties": {"agent": {"type": "string", "enum": names + [NONE_CHOICE]}},
+            "properties": {"agent": {"type": "string", "enum": names + [NONE_CHOICE]}, **_also(names)},
             "required": ["agent"],
         },
     )
@@ -756,7 +776,7 @@ def merged_route_request(router: Agent, candidates: list[Agent], guards: list[Ag
     tool = ToolSchema(name=ROUTE_TOOL, description="Hand the user's latest message to an agent, or block it.",
                       parameters={"type": "object", "properties": {
                           "agent": {"type": "string", "enum": names + [NONE_CHOICE, BLOCKED_CHOICE]},
-                          REPLY_FIELD: {"type": "string"}}, "required": ["agent"]})
+                          **_also(names), REPLY_FIELD: {"type": "string"}}, "required": ["agent"]})
     plan = merged_route_plan(router, candidates, guards, history, decision_window(window))
     return _request("route", plan, tools=[tool], tool_choice=ROUTE_TOOL)
 

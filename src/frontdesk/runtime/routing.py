@@ -117,7 +117,7 @@ class RouterExecutor:
             frame.started = True
             if router.setup is not None:
                 return Outcome.call(setup_frame(ctx, router))
-        if not ctx.input.is_open:
+        if not ctx.input.is_open and not self._second_request(router, frame, ctx):
             return self._after_message(frame, ctx)
         frame.waiting = False
         chosen = data.decisions.pop("route", None) or ctx.input.also
@@ -196,6 +196,15 @@ class RouterExecutor:
             if child.reason == "switch" and child.target:
                 data.decisions["route"] = child.target
             return
+        if DROPS_TASK.match(ctx.input.text or ""):
+            # "Never mind the card, it was in my pocket. How fast is a transfer?": the user gave up the task
+            # as they turned away from it, so it does not come back once the other agent is done
+            ctx.drop_thread(child.thread)
+            ctx.log.emit("agent_dropped", child.agent, by=frame.agent, reason="the user dropped the task",
+                         thread=child.thread)
+            if child.reason == "switch" and child.target:
+                data.decisions["route"] = child.target
+            return
         # The member keeps its place: it resumes once the agent the user turned to is done. A newer
         # interruption of the same member replaces the older one.
         for older in ctx.threads_of(data.suspended):
@@ -208,6 +217,23 @@ class RouterExecutor:
             data.decisions["route"] = child.target
 
     # ---- internals -----------------------------------------------------------------
+
+    @staticmethod
+    def _second_request(router: RouterAgent, frame: Frame, ctx: TurnContext) -> bool:
+        """"How fast is expedited shipping, and could you point me to a whodunit?": the routing model named
+        an agent for the second request (`also`); once the first agent is done with the message, in the
+        same turn, the message goes to it, unless it has acted on the message already (a flow called it)."""
+        pending = frame.data.decisions.pop(orchestration.ALSO_AFTER, None)  # type: ignore[union-attr]
+        turn, _, also = (pending or "").partition(":")
+        if not also or turn != str(ctx.state.turn) or ctx.input.text is None or ctx.input.state == "none" \
+                or also in ctx.input.passed or member_of(router, also) is None:
+            return False
+        acted = {"agent_started", "agent_resumed", "bot_message", "tool_call"}
+        if any(e.type in acted and e.agent == also for e in ctx.log.events):
+            return False
+        ctx.input.state, ctx.input.holder, ctx.input.used = "open", None, True
+        ctx.input.also = also
+        return True
 
     def _candidates(self, router: RouterAgent, frame: Frame, ctx: TurnContext):
         return [ctx.program.agents[m.agent] for m in router.members
@@ -274,7 +300,11 @@ class RouterExecutor:
         if decision is not None:
             ctx.log.emit("step", router.name, action="embedding unsure, asking the LLM", best=decision.best,
                          score=round(decision.score, 3), margin=round(decision.margin, 3))
-        return llm_route(router, frame, ctx, candidates)
+        chosen = llm_route(router, frame, ctx, candidates)
+        if chosen in names and ctx.embedding_doubts("route", router.name, chosen) is not None:
+            # the embedding model reads the message as another agent's by far: the LLM is asked once more
+            chosen = llm_route(router, frame, ctx, candidates, recheck=chosen)
+        return chosen
 
     @staticmethod
     def _by_words(router: RouterAgent, ctx: TurnContext, names: list[str]) -> str | None:

@@ -35,6 +35,7 @@ class FlowData(BaseModel):
     tries: dict[str, int] = Field(default_factory=dict)  # jump node id -> jumps taken
     last_listen: str | None = None
     last_say: str | None = None  # the `say` node that asked the question being waited on
+    tool_spoke: bool = False  # a tool the flow called spoke after that `say` (its words are the question)
     step: str | None = None  # the named step (an ABL FLOW step, an ADL label) it is in
     decisions: dict[str, str] = Field(default_factory=dict)  # branch node id -> chosen case
     decided_by: dict[str, str] = Field(default_factory=dict)  # branch node id -> "embedding" | "llm"
