@@ -614,7 +614,8 @@ class FlowExecutor:
         if branch and choice is None:
             members = [a for a in switches if a.name != orchestration.EXIT_CHOICE]  # agents of the program
             choice = self._choose_by_embedding(branch, members, frame, ctx, tentative)
-        ask_choice = (branch is not None or bool(switches)) and choice is None and (ctx.llm_classifies or not tentative)
+        ask_choice = (branch is not None or bool(switches)) and choice is None and (ctx.llm_classifies or not tentative) \
+            and not (tentative and ctx.input.used)
         if offline and (not ctx.llm_classifies or (node.strategy == "pattern" and node.extracts)):
             # a flow with no model able to judge (none, or the small local one, which would invent
             # values), or a GATHER with STRATEGY: pattern ("no LLM calls"), reads what patterns and
@@ -1479,11 +1480,13 @@ class FlowExecutor:
                          choice=decision.best, sure=False, best=decision.best, score=round(decision.score, 3),
                          margin=round(decision.margin, 3), reason="a question closest to another agent")
             return decision.best
-        if decision.sure or not ctx.llm_classifies or (tentative and decision.best is None):
+        if decision.sure or not ctx.llm_classifies or (tentative and (decision.best is None or ctx.input.used)):
             # A message that started the agent was a request for its task; it answers the question the
             # agent has not asked yet when the embedding model is sure of it, or, when it leans to a case
             # without being sure ("Renew everything I've got out" between "All of them" and "Only the ones
-            # due soon"), when the LLM says so, as it would with no embedding model.
+            # due soon"), when the LLM says so, as it would with no embedding model; but a message another
+            # agent finished its task on ("Emberwild sounds good, please order it": the book is chosen) is
+            # no answer to a question this agent has not asked yet ("Anything else?") unless it is sure.
             choice = decision.choice if decision.sure else None
             by = "embedding" if decision.sure else (
                 "embedding (unsure about the message that started the agent: not an answer)" if tentative
