@@ -88,8 +88,8 @@ def test_the_message_that_finishes_an_agent_reaches_the_next_one_in_the_same_tur
                                         {"name": "finish", "arguments": {}}]},
         # ... and the same message is routed on: it asks for the checkout.
         {"purpose": "route", "expect": "checkout", "call": "route", "with": {"agent": "checkout"}},
-        # The checkout's question comes after the message; the message does not answer it.
-        {"purpose": "understand", "call": "understand", "with": {"choice": "none"}},
+        # The checkout's question comes after the message the advisor finished on: it answers it only if
+        # the embedding model is sure, and no call asks the LLM.
     ])
     run = run_conversation(shop(tmp_path), ["Can you recommend something?", "Yes please, I want to buy it"], llm)
     llm.assert_finished()
@@ -498,7 +498,8 @@ RECOMMEND_THEN_CHECKOUT = [
     {"purpose": "reason", "reply": "I recommend the Blue Kettle. Would you like it?"},
     {"purpose": "reason", "calls": [{"name": "set_args", "arguments": {"picked": ["Blue Kettle"]}},
                                     {"name": "finish", "arguments": {"next": "checkout"}}]},
-    {"purpose": "understand", "call": "understand", "with": {"choice": "none"}},
+    # (the checkout's question comes after the message the advisor finished on: no call asks whether it
+    # answers it)
 ]
 
 
