@@ -13,10 +13,9 @@ kind of request, chosen at random (seeded per dialogue, so a run is repeatable):
 - wrong_type: an argument is a list or an object where a plain value was due;
 - no_tool: a reasoning step answers in text where a tool call (or `finish`) was due;
 - empty: the answer has no text and no tool call;
-- http_500, http_429: the endpoint answers with that HTTP error instead.
-
-A timeout is not injected: the client's own timeout is 60 s, and waiting it out per fault would make a run
-take hours; a 500 exercises the same path (the client's retries, then the program's error handling).
+- http_500, http_429: the endpoint answers with that HTTP error instead;
+- timeout: the endpoint answers only after TIMEOUT_DELAY seconds, when the client has given up (bench
+  robustness.py sets the client's timeout, FRONTDESK_LLM_TIMEOUT, to CLIENT_TIMEOUT for its runs).
 """
 
 from __future__ import annotations
@@ -26,16 +25,19 @@ import random
 import zlib
 from typing import Any
 
-from ideal_model import HTTP_STATUS, IdealModel, request_kind
+from ideal_model import DELAY, HTTP_STATUS, IdealModel, request_kind
 
 FAULTS_BY_KIND = {
-    "route": ("wrong_route", "bad_json", "empty", "http_500", "http_429"),
-    "understand": ("wrong_choice", "invented_arg", "missing_arg", "bad_json", "wrong_type", "empty", "http_500"),
+    "route": ("wrong_route", "bad_json", "empty", "http_500", "http_429", "timeout"),
+    "understand": ("wrong_choice", "invented_arg", "missing_arg", "bad_json", "wrong_type", "empty", "http_500",
+                   "timeout"),
     "reason": ("invented_arg", "missing_arg", "unknown_tool", "bad_json", "wrong_type", "no_tool", "empty",
-               "http_500", "http_429"),
-    "kb_answer": ("empty", "http_500"),
-    "text": ("empty", "http_500"),
+               "http_500", "http_429", "timeout"),
+    "kb_answer": ("empty", "http_500", "timeout"),
+    "text": ("empty", "http_500", "timeout"),
 }
+CLIENT_TIMEOUT = 1.0  # seconds: the OpenAI client's timeout in a run with faults
+TIMEOUT_DELAY = 1.6  # seconds a `timeout` answer waits: past the client's timeout
 ALL_FAULTS = sorted({f for kinds in FAULTS_BY_KIND.values() for f in kinds})
 INVENTED = ("Alex Morgan", 4242, "ZZ-9999", "2031-02-29")
 CONTROL = {"finish", "hand_back"}  # the engine's own reasoning tools: not where values are invented
@@ -103,6 +105,9 @@ def apply_fault(fault: str, answer: dict[str, Any], schemas: dict[str, dict[str,
     message = _message(answer)
     calls = _calls(answer)
     value_calls = [c for c in calls if c["function"]["name"] not in CONTROL]
+    if fault == "timeout":
+        answer[DELAY] = TIMEOUT_DELAY
+        return True
     if fault in ("http_500", "http_429"):
         answer[HTTP_STATUS] = 500 if fault == "http_500" else 429
         return True

@@ -554,6 +554,7 @@ def _first_sentence(passages: str) -> str | None:
 
 
 HTTP_STATUS = "_http_status"  # an answer carrying this key is sent as that HTTP error instead
+DELAY = "_delay_s"  # an answer carrying this key is sent only after that many seconds (a model that times out)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -574,7 +575,13 @@ class _Handler(BaseHTTPRequestHandler):
         answer, record = self.server.model.complete(body)
         record.seconds = time.perf_counter() - start  # before the reply leaves: the client reads it after
         status = answer.pop(HTTP_STATUS, 200)  # a model that errs on purpose (bench/faults.py): 429, 500
-        self._send(status, answer if status == 200 else {"error": {"message": f"injected HTTP {status}"}})
+        delay = float(answer.pop(DELAY, 0) or 0)
+        if delay:
+            time.sleep(delay)  # the client has given up by then (bench/faults.py: timeout)
+        try:
+            self._send(status, answer if status == 200 else {"error": {"message": f"injected HTTP {status}"}})
+        except OSError:  # the client closed the connection when it timed out
+            pass
 
     def _send(self, status: int, payload: dict[str, Any]) -> None:
         data = json.dumps(payload).encode()

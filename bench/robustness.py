@@ -17,6 +17,7 @@ Per fault kind, the outcomes of the turns that fault hit. Run:
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 from collections import Counter, defaultdict
@@ -27,7 +28,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from faults import ALL_FAULTS, FaultyModel  # noqa: E402
+from faults import ALL_FAULTS, CLIENT_TIMEOUT, FaultyModel  # noqa: E402
 from ideal_model import IdealModelServer, TokenCounter  # noqa: E402
 from intent_shift import (  # noqa: E402
     DIALOGUES,
@@ -112,6 +113,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--set", default="in,held", help="in: bench/intent_shift, held: the held-out dialogues")
     parser.add_argument("-v", "--verbose", action="store_true", help="list every harmful turn")
     args = parser.parse_args(argv)
+    # a `timeout` fault answers after the client gave up: a short client timeout keeps a run short
+    os.environ["FRONTDESK_LLM_TIMEOUT"] = str(CLIENT_TIMEOUT)
     sets = {"in": sorted(DIALOGUES.glob("*.yml")), "held": sorted(HELD_OUT.glob("*.yml"))}
     counter = TokenCounter()
     print(f"{'set':5} {'mode':7} {'rate':>5} {'turns':>6} {'right':>7} {'recov.':>7} {'right+rec':>9} "

@@ -80,6 +80,20 @@ def test_an_injected_http_error_reaches_the_client_as_one():
     assert model.injected == [("route", "http_500")]
 
 
+def test_an_injected_timeout_answers_only_after_the_client_gave_up():
+    program, _ = load_adl(ROOT / "examples" / "bookstore")
+    model = faults.FaultyModel(program, None, "d", rate=1.0, seed=0, only={"timeout"})
+    with ideal_model.IdealModelServer(model) as server:
+        provider = OpenAICompatibleProvider(server.base_url, None, "ideal", timeout=0.3, max_retries=0)
+        request = LLMRequest(messages=[ChatMessage(role="user", content="hi")],
+                             tools=[ToolSchema(name="route", parameters={"type": "object", "properties": {
+                                 "agent": {"type": "string", "enum": ["store_policy_kb", "none"]}}})])
+        with pytest.raises(LLMError, match="(?i)time"):
+            provider.complete(request)
+    assert model.injected == [("route", "timeout")]
+    assert faults.TIMEOUT_DELAY > faults.CLIENT_TIMEOUT
+
+
 class _OnceEmpty(faults.FaultyModel):
     """The ideal model whose first answer of the dialogue comes back empty (then no more faults)."""
 
