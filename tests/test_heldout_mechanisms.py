@@ -208,3 +208,36 @@ def find_books(genre: str):
     asked = [d for d in kinds(turn, "step") if d.get("action") == "the model's answer could not be used: asked again"]
     assert asked and "called no tool" in asked[0]["why"]
     assert "Let me look into that" not in " ".join(said(turn))
+
+
+REASON = """
+main:
+  type: flow agent
+  args: [reason]
+  steps:
+    - bot: "Please tell us the reason for blocking your card."
+    - user
+    - if: the user claims "My card was stolen", "I lost it"
+      then:
+        - set:
+            reason: lost
+      else:
+        - set:
+            reason: other
+    - bot: "Blocked for ${reason}."
+"""
+
+
+@pytest.mark.parametrize("message, blocked", [
+    ("No, I don't need a new card.", False),  # a bare no to a question that asks for no yes or no
+    ("I just don't want it any more.", True),  # an answer outside the cases: the `else`
+])
+def test_a_bare_yes_or_no_to_a_question_that_asks_for_none_is_asked_again_not_taken_as_else(tmp_path, message,
+                                                                                               blocked):
+    llm = ScriptedProvider([{"purpose": "understand", "call": "understand", "with": {"choice": "none"}}])
+    engine = Engine(load(tmp_path, REASON, None), llm, MemorySessionStore())
+    sid = engine.start().session_id
+    turn = engine.send(sid, message)
+    assert ("Blocked for other." in said(turn)) is blocked
+    if not blocked:
+        assert [d["action"] for d in kinds(turn, "step")].count("a yes or no is no answer to this question: asked again") == 1

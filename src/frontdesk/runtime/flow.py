@@ -111,6 +111,10 @@ def graph_of(ctx: TurnContext, frame: Frame) -> StepGraph | None:
     return agent.graph if isinstance(agent, FlowAgent) else None
 
 
+# a message that opens with a bare yes or no, and a question that asks for one
+_BARE_YES_NO = re.compile(r"(?i)^\W*(?:yes|yeah|yep|yup|no|nope|nah)\b")
+_YES_NO_QUESTION = re.compile(r"(?i)^\W*(?:\w+[,.!]\s+)?(?:would|do|does|did|is|are|was|were|can|could|shall|should|"
+                              r"will|have|has|may|want|need)\b")
 # a question that asks for something (not a yes-or-no one, which may well answer: "Could it be Tuesday?")
 _WH_QUESTION = re.compile(r"(?i)^\W*(?:\w+[,.!]\s+)?(?:what|whats|what's|where|when|why|who|how|which)\b")
 
@@ -1578,6 +1582,14 @@ class FlowExecutor:
                 frame.data.fallbacks = 0
                 frame.data.node = case.target
                 return None
+        if node.otherwise is not None and has_claims and frame.data.last_listen \
+                and self._answer_of_another_kind(node, frame, ctx):
+            # "No, I don't need a new card." at "Please tell us the reason for blocking your card.": a bare
+            # yes or no to a question that asks for no yes or no is no answer of the step's: its `else` (which
+            # may act: block the card for "other") is not taken; the question is asked again
+            ctx.log.emit("step", frame.agent, action="a yes or no is no answer to this question: asked again",
+                         node=node.id)
+            return apply_fallback(ctx, frame, reason="the message answers a yes-or-no question this step did not ask")
         if node.otherwise is not None:
             frame.data.node = node.otherwise
             return None
@@ -1590,6 +1602,20 @@ class FlowExecutor:
             return apply_fallback(ctx, frame, reason="no condition matched the user's message")
         frame.data.node = node.next
         return None
+
+    @staticmethod
+    def _answer_of_another_kind(node: BranchNode, frame: Frame, ctx: TurnContext) -> bool:
+        """Whether the message the step read opens with a bare yes or no while neither the question said last
+        is a yes-or-no question nor any case's examples open with one."""
+        message = ctx.input.text if ctx.input.text is not None else ctx.last_user_message()
+        if not _BARE_YES_NO.match(message or ""):
+            return False
+        examples = [e for _, examples in claims_choices(node) for e in examples]
+        if any(_BARE_YES_NO.match(e) for e in examples):
+            return False
+        question = (frame.last_prompt or "").strip()
+        last = re.split(r"(?<=[.!?])\s+", question)[-1] if question else ""
+        return not (last.endswith("?") and _YES_NO_QUESTION.match(last))
 
     def _decide_claims(self, node: BranchNode, frame: Frame, ctx: TurnContext) -> str:
         agent = ctx.program.agents[frame.agent]
