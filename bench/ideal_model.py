@@ -515,10 +515,10 @@ def _steps_taken(messages: list[dict[str, Any]]) -> int | None:
     results = {m.get("tool_call_id"): str(m.get("content") or "") for m in later if m.get("role") == "tool"}
 
     def missed(step: dict[str, Any]) -> bool:
-        # a step whose every call was of a tool that does not exist did nothing: a correct model, told so,
-        # takes the step again with the right tool
+        # a step with a call of a tool that does not exist did not do what it meant to: a correct model, told
+        # so, takes the step again with the right tool
         ids = [c.get("id") for c in step.get("tool_calls") or []]
-        return bool(ids) and all(results.get(i, "").startswith(NO_SUCH_TOOL) for i in ids)
+        return any(results.get(i, "").startswith(NO_SUCH_TOOL) for i in ids)
 
     return sum(1 for m in later if m.get("role") == "assistant" and m.get("tool_calls") and not missed(m))
 

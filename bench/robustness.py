@@ -62,7 +62,8 @@ def harm(turn, events: list[dict[str, Any]], side_effects: set[str], given: list
                 return f"the user saw {text[:60]!r}"
     expected = list(turn.tools)
     for e in events:
-        if e["type"] != "tool_call" or e["data"].get("tool") not in side_effects:
+        if e["type"] != "tool_call" or e["data"].get("tool") not in side_effects \
+                or e["data"].get("answered_by"):  # a rule, a hook or a refused confirmation answered: it never ran
             continue
         name, args = e["data"].get("tool"), e["data"].get("args") or {}
         if not any(n == name and same_value(a, args) for n, a in expected):

@@ -22,6 +22,7 @@ from frontdesk.nlu.base import Option, Thresholds
 from frontdesk.runtime import extract
 from frontdesk.runtime.state import Frame
 from frontdesk.runtime.steps import Outcome
+from frontdesk.runtime.tools.effects import _CHANGING, changes_something  # noqa: F401 - changes_something: used here
 
 if TYPE_CHECKING:  # pragma: no cover - runtime.context imports the rules, which import policies (and this)
     from frontdesk.runtime.context import TurnContext
@@ -41,35 +42,14 @@ NAME_FLOOR = 0.15
 # 0.63, novel/book 0.77; paperback/books about 0.5).
 KIND_NOUN = 0.60
 PENDING = "_offline_tool"  # frame.locals: the tool waiting for an argument the agent asked for
-# Undeclared (ADL tools declare nothing): a tool whose name starts with one of these changes something.
-_CHANGING = {"add", "append", "assign", "block", "book", "buy", "cancel", "change", "charge", "close", "create",
-             "delete", "deposit", "disable", "enable", "escalate", "file", "freeze", "insert", "issue", "lock",
-             "make", "modify", "open", "pay", "place", "post", "process", "purchase", "put", "record", "refund",
-             "register", "remove", "renew", "replace", "reserve", "reset", "save", "schedule", "send", "set",
-             "submit", "transfer", "unblock", "unlock", "update", "upsert", "withdraw", "write"}
 # capitalised words that name a day or a month, not a person or a thing ("on the 1st of December")
 _CALENDAR = {"january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
              "november", "december", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday",
              "christmas", "easter"}
 _ASKING = {"please", "call", "contact", "pay", "email", "message", "text", "find", "show", "check", "tell", "ask",
            "get", "give", "recommend", "try", "use"}
-_PREFIXES = {"action", "actions", "tool", "tools", "api", "fn", "func", "function", "cmd", "command", "do", "run",
-             "exec", "execute", "op", "task", "utter"}
 _QUOTED = re.compile(r"\"([^\"]{1,80})\"|“([^”]{1,80})”|(?<![\w])'([^']{1,80})'(?![\w])")
 _BY_NAME = re.compile(r"\bby\s+((?:[A-Z][\w'.-]*)(?:\s+(?:[A-Z][\w'.-]*|de|van|von|le|la|du)){0,3})")
-
-
-def changes_something(tdef) -> bool:
-    """Whether running the tool may change something (then it never runs without a model and a person)."""
-    conf = tdef.confirmation
-    if conf is not None:
-        return bool(conf.side_effects) or conf.require == "always"
-    # its verb: the first word of its name, after a prefix that names no action ("action_remove_payee"
-    # changes something as "remove_payee" does; "query_book_genre" does not)
-    words = [w for w in re.split(r"[_\W]+", tdef.name.lower()) if w] if tdef.name else []
-    while len(words) > 1 and words[0] in _PREFIXES:
-        words = words[1:]
-    return bool(words) and words[0] in _CHANGING
 
 
 def usable_tools(ctx: TurnContext, agent, hidden=()) -> list:

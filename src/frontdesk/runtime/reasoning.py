@@ -46,6 +46,8 @@ UNMET_COMPLETE = ("error: your task is not done yet: none of its completion cond
                   "Keep working toward your goal with your tools, reply to the user, or call hand_back if the "
                   "message is not for you")
 DEFAULT_CONTEXT_TOKENS = 32000  # the token budget of one reasoning request, unless EXECUTION / config say
+NO_SUCH_TOOL = "error: there is no tool named"  # what a call of a tool the agent does not have gets back
+MISSED_FINISH = "not done: a call of this answer named no tool, so what it was to do is not done; do it, then finish"
 UNASKED_TOOL = "error: the user has not asked for anything yet; greet them and ask how you can help"
 IDLE_FINISH = ("error: nothing of your task is done yet, so it cannot be finished; reply to the user, call one of "
                "your tools, or call hand_back if the message is not for you")
@@ -532,7 +534,14 @@ class ReasoningExecutor:
                 data.pending.insert(0, call.model_dump())
                 frame.waiting = True
                 return Outcome.wait()
-            if call.name in (prompts.FINISH_TOOL, prompts.HAND_BACK_TOOL):
+            if content.startswith(NO_SUCH_TOOL):
+                answer["missed"] = True
+            if call.name == prompts.FINISH_TOOL and answer.get("missed"):
+                # a call of this answer named no tool: what it meant to do is not done, so the task is not
+                # either; the model reads the error and tries again
+                ctx.log.emit("step", agent.name, action="finish refused: a call before it named no tool")
+                content = MISSED_FINISH
+            elif call.name in (prompts.FINISH_TOOL, prompts.HAND_BACK_TOOL):
                 answer[call.name] = call.arguments
             data.messages.append({"role": "tool", "tool_call_id": call.id, "name": call.name, "content": content})
         if answer.pop("confirming", False) and ctx.input.available_to(frame):
@@ -696,7 +705,7 @@ class ReasoningExecutor:
                 or call.name not in ctx.program.tools:
             ctx.log.emit("error", agent.name, where="reasoning",
                          message=f"the model called {call.name}, which {agent.name} does not use")
-            return f"error: there is no tool named {call.name}; available: {', '.join(agent.tools) or 'none'}"
+            return f"{NO_SUCH_TOOL} {call.name}; available: {', '.join(agent.tools) or 'none'}"
         args = self._grounded_args(call.name, dict(call.arguments), agent, ctx, frame)
         values = ctx.values(agent.name)
         blank = []
