@@ -302,3 +302,32 @@ def test_a_finish_in_the_same_answer_as_a_call_of_no_tool_is_refused(tmp_path):
     llm.assert_finished()
     assert [d for d in kinds(turn, "step") if d.get("action") == "finish refused: a call before it named no tool"]
     assert engine.load_state(sid).variables["main"]["book"] == "Emberwild"
+
+
+KB_DESK = DESK.replace('''hours:
+  type: flow agent
+  description: Answers questions about opening hours and how long transfers take.
+  steps:
+    - bot: "We open at 9 and transfers arrive within 2 hours."''', '''hours:
+  type: kb agent
+  description: Answers questions about opening hours and how long transfers take.
+  faq:
+    - q: When do you open?
+      a: We open at 9.''')
+
+
+def test_after_a_fallback_the_interrupted_task_asks_its_question_again(tmp_path):
+    from frontdesk.runtime.prompts import NO_ANSWER
+
+    no_answer = {"purpose": "kb_answer", "reply": NO_ANSWER}
+    llm = ScriptedProvider([route("block_card"), READ_NOTHING, switch("hours"), no_answer, route("none")])
+    engine = Engine(load(tmp_path, KB_DESK), llm, MemorySessionStore())
+    sid = engine.start().session_id
+    engine.send(sid, "I need to block a card")
+    turn = engine.send(sid, "Can you send a van to collect my dog?")
+    texts = said(turn)
+    assert texts[0].startswith("Sorry, I can't help with that. I can help with: ")
+    # every member's task is listed, also those that had the message and gave it back
+    assert "Blocks a lost or stolen card" in texts[0] and "opening hours" in texts[0]
+    assert texts[1:] == ["Select the card: debit ending 4821 or credit ending 7390."]
+    assert engine.load_state(sid).stack[-1].agent == "block_card"

@@ -677,12 +677,18 @@ class RouterExecutor:
             frame.waiting = True
             return Outcome.wait()
         if policy is None or policy.kind == "default":
-            helps = "; ".join(a.description.strip().rstrip(".") for a in self._candidates(router, frame, ctx)
-                              if a.description.strip())
+            # what the assistant can do: every member's, also those that had the message and gave it back
+            members = [ctx.program.agents[m.agent] for m in router.members if m.agent in ctx.program.agents]
+            helps = "; ".join(a.description.strip().rstrip(".") for a in members if a.description.strip())
             message = "Sorry, I can't help with that." + (f" I can help with: {helps}." if helps else "")
         else:
             message = policy_words(ctx, router.name, policy, "fallback")
         ctx.say(router.name, message, frame)
+        if ctx.threads_of(frame.data.suspended):  # type: ignore[union-attr]
+            # a task the message interrupted comes back, asking its question again: the user is where they were
+            resumed = self._resume(frame, ctx)
+            if resumed is not None:
+                return resumed
         frame.waiting = True
         return Outcome.wait()
 
