@@ -188,20 +188,14 @@ class RouterExecutor:
             return
         if child.setup or child.kind != "yield" or child.thread is None:
             return
-        if member is not None and not member.resume:
-            # RETURN: false: the member's work ends when it gives the conversation back; nothing waits.
+        # RETURN: false: the member's work ends when it gives the conversation back; nothing waits. And
+        # "Never mind the card, it was in my pocket. How fast is a transfer?": the user gave up the task as
+        # they turned away from it, so it does not come back once the other agent is done.
+        ends = ("RETURN: false: its thread ends" if member is not None and not member.resume
+                else "the user dropped the task" if DROPS_TASK.match(ctx.input.text or "") else None)
+        if ends is not None:
             ctx.drop_thread(child.thread)
-            ctx.log.emit("agent_dropped", child.agent, by=frame.agent, reason="RETURN: false: its thread ends",
-                         thread=child.thread)
-            if child.reason == "switch" and child.target:
-                data.decisions["route"] = child.target
-            return
-        if DROPS_TASK.match(ctx.input.text or ""):
-            # "Never mind the card, it was in my pocket. How fast is a transfer?": the user gave up the task
-            # as they turned away from it, so it does not come back once the other agent is done
-            ctx.drop_thread(child.thread)
-            ctx.log.emit("agent_dropped", child.agent, by=frame.agent, reason="the user dropped the task",
-                         thread=child.thread)
+            ctx.log.emit("agent_dropped", child.agent, by=frame.agent, reason=ends, thread=child.thread)
             if child.reason == "switch" and child.target:
                 data.decisions["route"] = child.target
             return
