@@ -331,3 +331,13 @@ def test_after_a_fallback_the_interrupted_task_asks_its_question_again(tmp_path)
     assert "Blocks a lost or stolen card" in texts[0] and "opening hours" in texts[0]
     assert texts[1:] == ["Select the card: debit ending 4821 or credit ending 7390."]
     assert engine.load_state(sid).stack[-1].agent == "block_card"
+
+
+@pytest.mark.parametrize("value, grounded", [("01/12/2026", True), ("2026-12-01", True), ("05/12/2026", False)])
+def test_a_day_in_digits_the_parameter_asks_for_is_grounded_in_the_day_the_user_named(value, grounded):
+    from datetime import datetime
+
+    from frontdesk.runtime.grounding import Evidence, why_not
+
+    evidence = Evidence(said=["Make it go out on the 1st of December."], now=datetime(2026, 11, 22))
+    assert (why_not(value, evidence, "date", name="payment_date") is None) is grounded

@@ -13,7 +13,7 @@ from frontdesk.llm.base import ChatMessage, LLMError, LLMResponse, ToolCall
 from frontdesk.runtime import extract, fanout, prompts, rules as rules_runtime
 from frontdesk.runtime.context import ENDS_ON_QUESTION, ChildResult, Outcome, TurnContext
 from frontdesk.runtime.events import register_event_type
-from frontdesk.runtime.grounding import keep_grounded, user_evidence
+from frontdesk.runtime.grounding import keep_grounded, reading_param, user_evidence
 from frontdesk.runtime.handoff import receiver_context, return_to_parent_tools
 from frontdesk.runtime.policies import (
     DEFAULT_FALLBACK,
@@ -26,6 +26,7 @@ from frontdesk.runtime.policies import (
 from frontdesk.runtime.rules import action_text, added_tools, after_error, message
 from frontdesk.runtime.state import Frame, ReasoningData
 from frontdesk.runtime.tools.confirmation import waiting as confirmation_waiting
+from frontdesk.runtime.tools.effects import changes_something
 
 register_event_type("max_iterations_exceeded", "a reasoning agent's loop hit its iteration limit; a fallback "
                     "reply was said", ("limit",))
@@ -706,15 +707,26 @@ class ReasoningExecutor:
             ctx.log.emit("error", agent.name, where="reasoning",
                          message=f"the model called {call.name}, which {agent.name} does not use")
             return f"{NO_SUCH_TOOL} {call.name}; available: {', '.join(agent.tools) or 'none'}"
-        args = self._grounded_args(call.name, dict(call.arguments), agent, ctx, frame)
+        refused: dict[str, str] = {}
+        args = self._grounded_args(call.name, dict(call.arguments), agent, ctx, frame, refused)
         values = ctx.values(agent.name)
         blank = []
         for param in ctx.program.tools[call.name].params:
+            if param.name in refused:
+                continue  # a refused value is never replaced by one the agent held from before
             # Arguments the agent already knows fill parameters the model left out or left blank.
             if _blank(args.get(param.name)) and not _blank(values.get(param.name)):
                 args[param.name] = values[param.name]
             elif param.required and _blank(args.get(param.name)):
                 blank.append(param.name)
+        if refused:
+            # The model gave a value the user did not: the tool runs neither without it nor on another.
+            ctx.log.emit("error", agent.name, where="reasoning", tool=call.name,
+                         message=f"the model called {call.name} with {', '.join(refused)} the user did not give; "
+                                 "not run")
+            # (the refused value is not repeated: what a tool message says is evidence for the next call)
+            return (f"error: {call.name} was not run: {', '.join(refused)} is not what the user said; ask the "
+                    "user for it before calling it")
         if blank:
             # A tool never runs on values nobody gave (a model filling in "" for a payee name).
             ctx.log.emit("error", agent.name, where="reasoning", tool=call.name,
@@ -727,21 +739,26 @@ class ReasoningExecutor:
 
     @staticmethod
     def _grounded_args(tool: str, args: dict[str, Any], agent: ReasoningAgent, ctx: TurnContext,
-                       frame: Frame) -> dict[str, Any]:
+                       frame: Frame, refused: dict[str, str] | None = None) -> dict[str, Any]:
         """A tool call's arguments that the conversation holds: what the user said, what tools
         returned, values the session has (runtime/grounding.py); a free-text parameter without a
         kind (a query the model words) needs half of its words from there; a boolean is how to call the
-        tool, not a value. The others are dropped: a required one then stops the call, and the model is
-        told to ask."""
+        tool, not a value. For a tool that changes nothing, a free-text parameter (not a name or a title)
+        also takes the model's reading of the user's words as a category ("romance" for "a love story",
+        grounding.category_reading). The others are dropped (and put in `refused`, name: why): the call
+        is then not run, and the model is told to ask."""
         tdef = ctx.program.tools[tool]
         params = {p.name: p for p in tdef.params}
         kinds = {n: (p.type if p.type in extract.PATTERN_TYPES else extract.kind_of_name(n)) for n, p in params.items()}
         options = {n: [str(v) for v in (getattr(p, "enum", None) or [])] for n, p in params.items()}
         composed = {n for n, p in params.items() if kinds.get(n) is None and not options.get(n)}
+        readings = set() if changes_something(tdef) else {n for n in composed if reading_param(n)}
         evidence = user_evidence(ctx, with_context=True, frame=frame)
         switches = {n for n, p in params.items() if p.type == "boolean"}  # how to call, not what the user said
         kept = keep_grounded(ctx, agent.name, {n: v for n, v in args.items() if n in params}, kinds, options,
-                             exempt=switches, where=f"arguments of {tool}", evidence=evidence, composed=composed)
+                             exempt=switches, where=f"arguments of {tool}", evidence=evidence, composed=composed,
+                             readings=readings, refused_out=refused,
+                             about=" ".join([tdef.description or "", *(p.description or "" for p in tdef.params)]))
         return {n: v for n, v in args.items() if n not in params or n in kept}
 
 
