@@ -341,3 +341,45 @@ def test_a_day_in_digits_the_parameter_asks_for_is_grounded_in_the_day_the_user_
 
     evidence = Evidence(said=["Make it go out on the 1st of December."], now=datetime(2026, 11, 22))
     assert (why_not(value, evidence, "date", name="payment_date") is None) is grounded
+
+
+class ByKeyword:
+    """An understanding model that is sure of the route whose agent a keyword of the message names, and
+    leans (unsure) to the one a weaker keyword names; nothing else."""
+
+    name = "stub"
+
+    def __init__(self, sure: dict[str, str], leaning: dict[str, str]) -> None:
+        self.sure, self.leaning = sure, leaning
+
+    def decide(self, message, options, task, thresholds=None):
+        from frontdesk.nlu.base import Decision
+
+        keys = [o.key for o in options]
+        scores = {k: 0.1 for k in keys}
+        for word, agent in self.sure.items():
+            if word in message.lower() and agent in scores:
+                scores[agent] = 0.8
+                return Decision(choice=agent, score=0.8, margin=0.6, sure=True, scores=scores, best=agent)
+        for word, agent in self.leaning.items():
+            if word in message.lower() and agent in scores:
+                scores[agent] = 0.25
+                return Decision(choice=None, score=0.25, margin=0.1, sure=False, scores=scores, best=agent)
+        return Decision(choice=None, score=0.1, margin=0.0, sure=False, scores=scores, best=keys[0])
+
+
+@pytest.mark.parametrize("message, asks_llm", [
+    ("When do you open, and could you suggest a good mystery?", True),  # a clause of its own reads as shop's
+    ("When do you open on a Sunday?", False),  # one request: the sure embedding routes it, no call
+])
+def test_hybrid_a_message_with_a_part_for_another_agent_is_routed_by_the_llm(tmp_path, message, asks_llm):
+    answers = [route("hours", also="shop")] if asks_llm else []
+    llm = ScriptedProvider(answers)
+    llm.can_classify = True
+    understanding = ByKeyword(sure={"open": "hours"}, leaning={"mystery": "shop"})
+    engine = Engine(load(tmp_path), llm, MemorySessionStore(), understanding=understanding)
+    sid = engine.start().session_id
+    turn = engine.send(sid, message)
+    llm.assert_finished()
+    expected = ["We open at 9 and transfers arrive within 2 hours."] + (["Which genre do you like?"] if asks_llm else [])
+    assert said(turn) == expected

@@ -53,6 +53,10 @@ from frontdesk.runtime.steps import Done
 register_event_type("handoff_match", "a router handed the conversation to a member it started", ("target",))
 register_event_type("pre_classification", "a supervisor's pre-classification pipeline (ABL 3.15) read the message",
                     ("mode", "intent", "confidence", "threshold", "by", "short_circuit", "reason", "kept"))
+# the parts of a message that may each make a request: its sentences, and a clause after ", and" / "; and"
+CLAUSES = re.compile(r"(?<=[.?!])\s+|[,;]\s*(?:and|but|also|plus)\s+", re.IGNORECASE)
+CLAUSE_WORDS = 4  # a part this long at least can be a request of its own ("could you suggest a mystery?")
+CLAUSE_FLOOR = 0.15  # a part whose best agent scores less reads as nobody's
 LAST_MEMBER = "last"  # RouterData.decisions: the member the router handed a message to most recently
 # A member suspended longer ago than this (in user turns) is not resumed unasked: the router offers it.
 STALE_AFTER_TURNS = 3
@@ -287,6 +291,11 @@ class RouterExecutor:
             # ("I'll take it", what an agent left of its message): the LLM is asked rather than the
             # user being told no one can help.
             decision = replace(decision, sure=False)
+        if decision is not None and decision.sure and ctx.llm_classifies \
+                and self._clause_for_another(router, ctx, names, decision.choice):
+            # "How fast is expedited shipping, and could you point me to a decent whodunit?": a part of the
+            # message reads as another agent's: the LLM routes it and names the second request (`also`)
+            decision = replace(decision, sure=False)
         if decision is not None and decision.sure:
             ctx.log.emit("route_decided", router.name, agent=decision.choice, by="embedding",
                          score=round(decision.score, 3), margin=round(decision.margin, 3))
@@ -299,6 +308,23 @@ class RouterExecutor:
             # the embedding model reads the message as another agent's by far: the LLM is asked once more
             chosen = llm_route(router, frame, ctx, candidates, recheck=chosen)
         return chosen
+
+    @staticmethod
+    def _clause_for_another(router: RouterAgent, ctx: TurnContext, names: list[str], chosen: str | None) -> bool:
+        """Whether a part of the message (a sentence, or a clause after ", and") reads, to the embedding model,
+        as another agent's than `chosen` (its best, however unsure): then the message may make two requests,
+        and the LLM is asked (one call, on such messages only)."""
+        parts = [p for p in CLAUSES.split(ctx.input.text or "") if len(p.split()) >= CLAUSE_WORDS]
+        if len(parts) < 2:
+            return False
+        for part in parts:
+            decision = ctx.embed_decide(part, ctx.agent_options(names), "route", f"{router.name}:clause")
+            if decision is not None and decision.best not in (None, chosen) \
+                    and decision.scores.get(decision.best, 0.0) >= CLAUSE_FLOOR:
+                ctx.log.emit("step", router.name, action="a part of the message reads as another agent's",
+                             part=part, agent=decision.best, score=round(decision.score, 3))
+                return True
+        return False
 
     @staticmethod
     def _by_words(router: RouterAgent, ctx: TurnContext, names: list[str]) -> str | None:
