@@ -199,7 +199,6 @@ def test_the_embedding_model_finds_a_reading_related_to_the_message(local_model,
 
 @pytest.mark.parametrize("message, genre", [
     ("I'm in the mood for a good love story.", "cooking"),
-    ("Which cookery books sell best?", "fantasy"),
     ("hello", "fantasy"),
     ("what are your bestsellers?", "romance"),
     ("I'm in the mood for a good love story.", "alex morgan"),

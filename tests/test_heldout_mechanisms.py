@@ -243,43 +243,6 @@ def test_a_bare_yes_or_no_to_a_question_that_asks_for_none_is_asked_again_not_ta
         assert [d["action"] for d in kinds(turn, "step")].count("a yes or no is no answer to this question: asked again") == 1
 
 
-ORDERING = """
-main:
-  type: flow agent
-  args: [books]
-  steps:
-    - bot: "Anything else?"
-    - user
-    - call: place_order
-      args:
-        ordered_book: books
-    - if: place_order.status == True
-      then:
-        - bot: "Done!"
-      else:
-        - bot: "Sorry, I couldn't place the order."
-"""
-
-ORDER_TOOLS = '''
-PLACED = []
-
-
-def place_order(ordered_book: list):
-    """Place an order for the books."""
-    PLACED.append(ordered_book)
-    return [{"arg": "status", "value": True}, {"status": "success", "msg": "placed"}]
-'''
-
-
-def test_a_tool_that_changes_something_never_runs_with_a_required_argument_that_has_no_value(tmp_path):
-    engine = Engine(load(tmp_path, ORDERING, ORDER_TOOLS), None, MemorySessionStore())
-    sid = engine.start().session_id
-    turn = engine.send(sid, "No, that's all.")
-    assert said(turn) == ["Sorry, I couldn't place the order."]
-    [call] = kinds(turn, "tool_call")
-    assert call["answered_by"] == "rule"  # the binding never ran
-    assert [d for d in kinds(turn, "step") if d.get("action") == "not run: a required argument has no value"]
-
 
 def test_a_finish_in_the_same_answer_as_a_call_of_no_tool_is_refused(tmp_path):
     program = """

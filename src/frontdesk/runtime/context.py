@@ -32,8 +32,6 @@ from frontdesk.runtime.state import (
 from frontdesk.runtime.steps import ChildResult, Outcome, OutcomeKind
 from frontdesk.runtime.tools import ToolResult, ToolRunner
 from frontdesk.runtime.tools.confirmation import gate
-from frontdesk.runtime.tools.effects import changes_something, missing_required
-from frontdesk.runtime.tools.result import failed
 
 __all__ = ["BotMessage", "ChildResult", "NO_LLM_MESSAGE", "Outcome", "OutcomeKind", "SpeculationStop",
            "TurnContext", "TurnInput", "TurnPreempted"]
@@ -736,16 +734,6 @@ class TurnContext:
                 return approval.result
             args, pending.args = approval.args, approval.args
             pending.result = approval.result  # declined: an error result, never retried by ON_ERROR
-        tdef = self.program.tools.get(tool)
-        if pending.result is None and tdef is not None and changes_something(tdef):
-            missing = missing_required(tdef, args)
-            if missing:
-                # a tool that changes something never runs with a required argument that has no value (an
-                # order with no books): its caller's error handling takes it, as any failure
-                self.log.emit("step", caller, action="not run: a required argument has no value", tool=tool,
-                              missing=missing)
-                pending.result = failed("bad_arguments", f"{', '.join(missing)} has no value",
-                                        f"{tool} was not run: {', '.join(missing)} has no value.")
         ran = pending.result is None  # not answered by a hook, a rule or a declined confirmation
         if ran and self.orchestration.get("speculative"):
             # a best-of-n / first-success draft stops before anything lasting: the chosen one runs for real

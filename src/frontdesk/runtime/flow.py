@@ -1614,8 +1614,10 @@ class FlowExecutor:
         if any(_BARE_YES_NO.match(e) for e in examples):
             return False
         question = (frame.last_prompt or "").strip()
-        last = re.split(r"(?<=[.!?])\s+", question)[-1] if question else ""
-        return not (last.endswith("?") and _YES_NO_QUESTION.match(last))
+        if re.search(r"(?i)\byes\s*(?:/|or)\s*no\b", question):
+            return False  # "(yes/no)"
+        sentences = re.split(r"(?<=[.!?])\s+", question) if question else []
+        return not any(s.endswith("?") and _YES_NO_QUESTION.match(s) for s in sentences)
 
     def _decide_claims(self, node: BranchNode, frame: Frame, ctx: TurnContext) -> str:
         agent = ctx.program.agents[frame.agent]

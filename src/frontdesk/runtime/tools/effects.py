@@ -1,6 +1,7 @@
 """Whether a tool may change something for the customer (place an order, move money, block a card): such a
-tool never runs without a model and a person (runtime/offline_tools.py), never with a required argument
-that has no value (TurnContext.call_tool), and is what the benchmarks count as a side effect."""
+tool never runs without a model and a person (runtime/offline_tools.py), a reasoning agent's model reads
+the user's words strictly for its arguments (runtime/grounding.py), and the benchmarks count it as a side
+effect."""
 
 from __future__ import annotations
 
@@ -28,8 +29,3 @@ def changes_something(tdef) -> bool:
         words = words[1:]
     return bool(words) and words[0] in _CHANGING
 
-
-def missing_required(tdef, args: dict) -> list[str]:
-    """The required parameters of the tool that `args` gives no value (missing, None, "" or empty)."""
-    return [p.name for p in tdef.params
-            if p.required and p.default is None and args.get(p.name) in (None, "", [], {})]
