@@ -28,6 +28,10 @@ request of the turn from that turn's oracle, whichever system asks:
 - embeddings: stub_server.py's hashed bag of words (MICA's kb retrieval only).
 
 Every request is appended to --log as {"dialogue", "turn", "system", "kind", "answer"}.
+
+A fault hook (`Server.fault_hook`, None by default: the answers above, unchanged) may change each answer
+before it is sent (faults_side_by_side.py injects bench/faults.py's seeded faults that way; an
+injected HTTP error is sent as that HTTP status); the log then records the fault of each request.
 """
 
 from __future__ import annotations
@@ -50,7 +54,7 @@ sys.path[:0] = [str(HERE), str(HERE.parent)]
 import frontdesk_runner as fr  # noqa: E402
 import stub_server  # noqa: E402
 from frontdesk.runtime.orchestration import EXIT_CHOICE as EXIT_CHOICE_NAME  # noqa: E402
-from ideal_model import REPLY_KEY, ROUTE_TOOL, UNDERSTAND_TOOL, IdealModel, TurnOracle, \
+from ideal_model import DELAY, HTTP_STATUS, REPLY_KEY, ROUTE_TOOL, UNDERSTAND_TOOL, IdealModel, TurnOracle, \
     _first_sentence, _norm, _sentence_with, step_tool_calls  # noqa: E402
 
 MICA_EXIT, MICA_FAQ, MICA_NONE = "[Exit]", "[FAQ]", "None"
@@ -310,11 +314,24 @@ class Handler(BaseHTTPRequestHandler):
                 content, calls = model.mica(kind, body)
             answer = f"{kind} " + (content or ", ".join(n for n, _ in calls))
             reply = completion(content, calls)
+        # a fault hook (off by default; faults_side_by_side.py sets one) may change the answer in place, e.g. by
+        # bench/faults.py's apply_fault, and returns the fault it injected (None: none)
+        hook = getattr(self.server, "fault_hook", None)
+        fault = hook(system, kind, body, reply, model.turn) if hook is not None else None
         if self.server.log_path:
+            entry = {"dialogue": model.turn[0], "turn": model.turn[1], "system": system, "kind": kind, "answer": answer}
+            if hook is not None:
+                entry["fault"] = fault
             with self.server.log_lock, open(self.server.log_path, "a", encoding="utf-8") as f:
-                f.write(json.dumps({"dialogue": model.turn[0], "turn": model.turn[1], "system": system,
-                                    "kind": kind, "answer": answer}, ensure_ascii=False) + "\n")
-        self.send(200, reply)
+                f.write(json.dumps(entry, ensure_ascii=False) + "\n")
+        status = reply.pop(HTTP_STATUS, 200)  # an injected HTTP error (only with a fault hook)
+        delay = float(reply.pop(DELAY, 0) or 0)
+        if delay:
+            time.sleep(delay)
+        try:
+            self.send(status, reply if status == 200 else {"error": {"message": f"injected HTTP {status}"}})
+        except OSError:  # the client gave up (an injected delay)
+            pass
 
     def send(self, status: int, payload: dict[str, Any]) -> None:
         data = json.dumps(payload, default=repr).encode()
@@ -330,6 +347,8 @@ class Handler(BaseHTTPRequestHandler):
 
 class Server(ThreadingHTTPServer):
     daemon_threads = True
+    # (system, kind, request body, answer, (dialogue, turn)) -> the fault injected into the answer, or None
+    fault_hook = None
 
 
 def main(argv: list[str] | None = None) -> int:
