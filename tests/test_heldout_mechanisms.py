@@ -346,3 +346,52 @@ def test_hybrid_a_message_with_a_part_for_another_agent_is_routed_by_the_llm(tmp
     llm.assert_finished()
     expected = ["We open at 9 and transfers arrive within 2 hours."] + (["Which genre do you like?"] if asks_llm else [])
     assert said(turn) == expected
+
+
+def kb_program(tmp_path: Path, documents: dict[str, str]):
+    (tmp_path / "docs").mkdir()
+    for name, text in documents.items():
+        (tmp_path / "docs" / name).write_text(text, encoding="utf-8")
+    return load(tmp_path, """
+main:
+  type: kb agent
+  description: Answers questions about the clinic.
+  sources:
+    - docs/
+""", None)
+
+
+def test_a_small_knowledge_base_is_read_whole_when_an_llm_answers(tmp_path):
+    program = kb_program(tmp_path, {
+        "vaccines.md": "# Vaccinations\n\nDogs need a booster every year.",
+        "emergencies.md": "# Emergencies\n\nIf your pet has eaten something poisonous, call 01632 960415 at once.",
+    })
+    llm = ScriptedProvider([{"purpose": "kb_answer", "expect": "poisonous", "reply": "Call 01632 960415 at once."}])
+    llm.can_classify = True
+    engine = Engine(program, llm, MemorySessionStore())
+    sid = engine.start().session_id
+    turn = engine.send(sid, "My dog wolfed down a bar of dark chocolate, what now?")
+    llm.assert_finished()
+    assert said(turn) == ["Call 01632 960415 at once."]
+
+
+def test_a_miss_gets_one_more_look_at_the_passages_the_model_did_not_see(tmp_path):
+    from frontdesk.runtime.prompts import NO_ANSWER
+
+    filler = " ".join(["The shop keeps its shelves tidy and its staff friendly."] * 10)
+    documents = {f"note{i}.md": f"# Note {i}\n\n{filler}" for i in range(8)}  # over WHOLE_KB_CHARS
+    documents["shipping.md"] = "# Shipping\n\nStandard shipping takes 4 to 7 days. Shipping is tracked."
+    documents["pickup.md"] = "# Collecting in person\n\nIn-store pickup is free; your order is ready within 2 hours."
+    program = kb_program(tmp_path, documents)
+    llm = ScriptedProvider([
+        {"purpose": "kb_answer", "expect": "shelves tidy", "reply": NO_ANSWER},
+        {"purpose": "kb_answer", "expect": "ready within 2 hours", "reply": "Yes: pickup is free, ready in 2 hours."},
+    ])
+    llm.can_classify = True
+    engine = Engine(program, llm, MemorySessionStore())
+    sid = engine.start().session_id
+    turn = engine.send(sid, "Can I fetch it myself from the shop?")  # no word of the pickup passage
+    llm.assert_finished()
+    assert said(turn) == ["Yes: pickup is free, ready in 2 hours."]
+    looked = [d for d in kinds(turn, "step") if d.get("action") == "retrieve more: the first passages did not answer"]
+    assert looked and len(llm.calls) == 2

@@ -29,6 +29,16 @@ KB_HISTORY_MESSAGES = 6  # earlier messages a knowledge answer sees
 ANSWER_PASSAGES = 3
 PASSAGE_FLOOR = 0.4
 SMALL_KB_PASSAGES = 8  # with no embedding model, a knowledge base this small is read whole when no keyword matches
+# When an LLM writes the answer, a knowledge base whose passages (FAQ entries too) come to at most this many
+# characters is read whole, the ranked ones first: the held-out dialogues' pet clinic (4 documents, about
+# 2,100 characters) had its poisoning passage ranked below the vaccination one for "my dog ate a bar of dark
+# chocolate", and a wrong fallback costs more than some 500 tokens. A larger one gets a second look on a
+# miss: when the model finds no answer in the passages it saw, it is asked once more with the passages it
+# did not see, best ranked first, then in the sources' order, up to MORE_PASSAGE_CHARS (a reworded question,
+# "who am I talking to?", shares no word with the FAQ's "Who are you?"). One call more, on a miss only; the
+# budget keeps it flat as a knowledge base grows.
+WHOLE_KB_CHARS = 4000
+MORE_PASSAGE_CHARS = 6000
 NOT_FOUND = "Sorry, I couldn't find information about that."
 
 
@@ -150,15 +160,23 @@ class KnowledgeExecutor:
                          by="faq match", score=round(score, 3))
             ctx.say(agent.name, entry.a, frame)
             return Outcome.done("success", "answered from the FAQ")
-        passages = index.search(question, k=ANSWER_PASSAGES)
-        passages = [p for p in passages if p.score >= PASSAGE_FLOOR]
-        if not passages and ctx.llm_classifies and not index.uses_embeddings:
+        ranked = index.search(question, k=len(index.chunks))
+        passages = [p for p in ranked[:ANSWER_PASSAGES] if p.score >= PASSAGE_FLOOR]
+        whole = ctx.llm_classifies and sum(len(c.text) for c in index.chunks) <= WHOLE_KB_CHARS
+        if whole:
+            passages = _unseen(index, ranked, [], WHOLE_KB_CHARS * 2)  # all of it, the ranked ones first
+        elif not passages and ctx.llm_classifies and not index.uses_embeddings:
             # keywords cannot see a paraphrase ("my money back" for "refund"): a small knowledge base is
             # read whole by the model, which says when it holds no answer (MICA always sends its top k)
             passages = index.every_passage(SMALL_KB_PASSAGES)
         ctx.log.emit("step", agent.name, action="retrieve", question=question,
                      passages=[{"source": p.source, "score": round(p.score, 3)} for p in passages])
         others = self._successors(agent, ctx)
+        more = [] if whole or not ctx.llm_classifies else _unseen(index, ranked, passages, MORE_PASSAGE_CHARS)
+        if not passages and more:
+            passages, more = more, []  # nothing matched: the second look is the first
+            ctx.log.emit("step", agent.name, action="retrieve more: no passage matched the question",
+                         passages=[{"source": p.source, "score": round(p.score, 3)} for p in passages])
         if not passages and not others:
             return self._no_answer(agent, frame, ctx, "no passage matches the question")
         if not ctx.llm_classifies:
@@ -185,6 +203,24 @@ class KnowledgeExecutor:
                          reason=f"{agent.name} named the agent the message is for")
             return Outcome.done("success", f"passed the message to {passed}")
         answer = (response.content or "").strip()
+        if (not answer or NO_ANSWER in answer) and more:
+            # the passages it saw do not answer: one more look, at those it did not see
+            ctx.log.emit("step", agent.name, action="retrieve more: the first passages did not answer",
+                         passages=[{"source": p.source, "score": round(p.score, 3)} for p in more])
+            request = build_answer_request(question, more, earlier, agent, others=others)
+            try:
+                response = ctx.complete(request, agent.name)
+            except LLMError as exc:
+                ctx.log.emit("error", agent.name, where="knowledge answer", message=str(exc))
+                return self._no_answer(agent, frame, ctx, "the sources do not answer the question")
+            passed = self._passed_to(response, others)
+            if passed is not None:
+                ctx.input.give_back(frame, f"{prompts.PASS_TOOL} {passed}")
+                ctx.input.also = passed
+                ctx.log.emit("route_decided", agent.name, agent=passed, by="autonomous",
+                             reason=f"{agent.name} named the agent the message is for")
+                return Outcome.done("success", f"passed the message to {passed}")
+            answer = (response.content or "").strip()
         if not answer or NO_ANSWER in answer:
             return self._no_answer(agent, frame, ctx, "the sources do not answer the question")
         ctx.say(agent.name, answer, frame)
@@ -222,6 +258,24 @@ class KnowledgeExecutor:
         text = policy_message(agent.fallback) if agent.fallback and agent.fallback.kind == "text" else NOT_FOUND
         ctx.say(agent.name, text, frame)
         return Outcome.done("error", reason)
+
+
+def _unseen(index, ranked: list, shown: list, budget: int) -> list:
+    """The passages of `index` not in `shown`: the `ranked` ones first (best first), then the rest in the
+    sources' order, as many as fit in `budget` characters (at least one)."""
+    seen = {(p.source, p.text) for p in shown}
+    out, used = [], 0
+    every = list(ranked) + index.every_passage(len(index.chunks))
+    for passage in every:
+        key = (passage.source, passage.text)
+        if key in seen:
+            continue
+        if out and used + len(passage.text) > budget:
+            break
+        seen.add(key)
+        out.append(passage)
+        used += len(passage.text)
+    return out
 
 
 MAX_ANSWER_SENTENCES = 3
