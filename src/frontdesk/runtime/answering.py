@@ -195,13 +195,9 @@ class KnowledgeExecutor:
             ctx.log.emit("error", agent.name, where="knowledge answer", message=str(exc))
             ctx.say(agent.name, "Here is what I found: " + passages[0].text.strip(), frame)
             return Outcome.done("success", "answered with the best passage (no LLM)")
-        passed = self._passed_to(response, others)
-        if passed is not None:  # autonomous: the message is for another agent, named by this one
-            ctx.input.give_back(frame, f"{prompts.PASS_TOOL} {passed}")
-            ctx.input.also = passed
-            ctx.log.emit("route_decided", agent.name, agent=passed, by="autonomous",
-                         reason=f"{agent.name} named the agent the message is for")
-            return Outcome.done("success", f"passed the message to {passed}")
+        passed = self._pass_on(response, others, agent, frame, ctx)
+        if passed is not None:
+            return passed
         answer = (response.content or "").strip()
         if (not answer or NO_ANSWER in answer) and more:
             # the passages it saw do not answer: one more look, at those it did not see
@@ -213,13 +209,9 @@ class KnowledgeExecutor:
             except LLMError as exc:
                 ctx.log.emit("error", agent.name, where="knowledge answer", message=str(exc))
                 return self._no_answer(agent, frame, ctx, "the sources do not answer the question")
-            passed = self._passed_to(response, others)
+            passed = self._pass_on(response, others, agent, frame, ctx)
             if passed is not None:
-                ctx.input.give_back(frame, f"{prompts.PASS_TOOL} {passed}")
-                ctx.input.also = passed
-                ctx.log.emit("route_decided", agent.name, agent=passed, by="autonomous",
-                             reason=f"{agent.name} named the agent the message is for")
-                return Outcome.done("success", f"passed the message to {passed}")
+                return passed
             answer = (response.content or "").strip()
         if not answer or NO_ANSWER in answer:
             return self._no_answer(agent, frame, ctx, "the sources do not answer the question")
@@ -241,6 +233,17 @@ class KnowledgeExecutor:
         router = found[1]
         return [ctx.program.agents[m.agent] for m in router.members
                 if m.agent != agent.name and m.agent in ctx.program.agents and m.agent not in ctx.input.passed]
+
+    def _pass_on(self, response, others: list, agent: KnowledgeAgent, frame: Frame, ctx: TurnContext) -> Outcome | None:
+        """Autonomous: the answer names another agent the message is for; it gets the message."""
+        passed = self._passed_to(response, others)
+        if passed is None:
+            return None
+        ctx.input.give_back(frame, f"{prompts.PASS_TOOL} {passed}")
+        ctx.input.also = passed
+        ctx.log.emit("route_decided", agent.name, agent=passed, by="autonomous",
+                     reason=f"{agent.name} named the agent the message is for")
+        return Outcome.done("success", f"passed the message to {passed}")
 
     @staticmethod
     def _passed_to(response, others: list) -> str | None:
