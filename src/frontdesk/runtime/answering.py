@@ -172,7 +172,10 @@ class KnowledgeExecutor:
         ctx.log.emit("step", agent.name, action="retrieve", question=question,
                      passages=[{"source": p.source, "score": round(p.score, 3)} for p in passages])
         others = self._successors(agent, ctx)
-        more = [] if whole or not ctx.llm_classifies else _unseen(index, ranked, passages, MORE_PASSAGE_CHARS)
+        # (a draft of a drafting strategy, made before anyone knows the message is for this agent, gets no
+        # second look: its no answer just loses to another agent's draft)
+        more = [] if whole or not ctx.llm_classifies or ctx.orchestration.get("speculative") \
+            else _unseen(index, ranked, passages, MORE_PASSAGE_CHARS)
         if not passages and more:
             passages, more = more, []  # nothing matched: the second look is the first
             ctx.log.emit("step", agent.name, action="retrieve more: no passage matched the question",
