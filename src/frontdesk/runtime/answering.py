@@ -170,7 +170,7 @@ class KnowledgeExecutor:
             # read whole by the model, which says when it holds no answer (MICA always sends its top k)
             passages = index.every_passage(SMALL_KB_PASSAGES)
         ctx.log.emit("step", agent.name, action="retrieve", question=question,
-                     passages=[{"source": p.source, "score": round(p.score, 3)} for p in passages])
+                     passages=_shown(passages))
         others = self._successors(agent, ctx)
         # (a draft of a drafting strategy, made before anyone knows the message is for this agent, gets no
         # second look: its no answer just loses to another agent's draft)
@@ -179,7 +179,7 @@ class KnowledgeExecutor:
         if not passages and more:
             passages, more = more, []  # nothing matched: the second look is the first
             ctx.log.emit("step", agent.name, action="retrieve more: no passage matched the question",
-                         passages=[{"source": p.source, "score": round(p.score, 3)} for p in passages])
+                         passages=_shown(passages))
         if not passages and not others:
             return self._no_answer(agent, frame, ctx, "no passage matches the question")
         if not ctx.llm_classifies:
@@ -205,7 +205,7 @@ class KnowledgeExecutor:
         if (not answer or NO_ANSWER in answer) and more:
             # the passages it saw do not answer: one more look, at those it did not see
             ctx.log.emit("step", agent.name, action="retrieve more: the first passages did not answer",
-                         passages=[{"source": p.source, "score": round(p.score, 3)} for p in more])
+                         passages=_shown(more))
             request = build_answer_request(question, more, earlier, agent, others=others)
             try:
                 response = ctx.complete(request, agent.name)
@@ -264,6 +264,11 @@ class KnowledgeExecutor:
         text = policy_message(agent.fallback) if agent.fallback and agent.fallback.kind == "text" else NOT_FOUND
         ctx.say(agent.name, text, frame)
         return Outcome.done("error", reason)
+
+
+def _shown(passages: list) -> list[dict]:
+    """What a `retrieve` step event says of the passages the model is shown."""
+    return [{"source": p.source, "score": round(p.score, 3)} for p in passages]
 
 
 def _unseen(index, ranked: list, shown: list, budget: int) -> list:

@@ -13,13 +13,14 @@ from frontdesk.expr import EvalError, evaluate, is_true, render_template
 from frontdesk.expr.evaluator import EvalEnv
 from frontdesk.ir.expr import ExprCondition, memory_path
 from frontdesk.ir.models import Expr, Program, Ref, RouterAgent, Template
-from frontdesk.llm.base import LLM, ChatMessage, LLMError, LLMRequest, LLMResponse, message_record
+from frontdesk.llm.base import LLM, LLMError, LLMRequest, LLMResponse, message_record
 from frontdesk.nlu.base import Decision, Option, Thresholds, Understanding
 from frontdesk.runtime.driver import Driver
 from frontdesk.runtime.events import EventLog
 from frontdesk.runtime.handoff import with_handoff_phrases
 from frontdesk.runtime.options import route_options
 from frontdesk.runtime.pipeline import BotMessage, PendingToolCall, Pipeline
+from frontdesk.runtime.prompts import with_note
 from frontdesk.runtime.rules import after_error, render_named
 from frontdesk.runtime.usertext import keepable
 from frontdesk.runtime.state import (
@@ -105,10 +106,8 @@ def _argument_problem(tool, arguments: dict[str, Any]) -> str | None:
 
 def _reasked(request: LLMRequest, problem: str) -> LLMRequest:
     """The same request once more, told what was wrong with the last answer."""
-    note = ChatMessage(role="system", content=f"Your last answer could not be used: {problem}. Answer again"
-                                               + (", calling one of the tools with valid JSON arguments."
-                                                  if request.tools else "."))
-    return request.model_copy(update={"messages": [*request.messages, note]})
+    return with_note(request, f"Your last answer could not be used: {problem}. Answer again"
+                              + (", calling one of the tools with valid JSON arguments." if request.tools else "."))
 
 
 class TurnInput:

@@ -114,12 +114,16 @@ def route_plan(router: Agent, candidates: list[Agent], history: list[HistoryItem
 ALSO_FIELD = "also"  # route: a second request in the same message, for another agent after the first
 
 
+def with_note(request: LLMRequest, note: str) -> LLMRequest:
+    """The same request once more, with a system note after its messages (why it is asked again)."""
+    return request.model_copy(update={"messages": [*request.messages, ChatMessage(role="system", content=note)]})
+
+
 def rechecked(request: LLMRequest, choice: str) -> LLMRequest:
     """The same decision asked once more, when a local check doubts the model's `choice` (runtime
     context.embedding_doubts): the model reads the message again, with no hint of what the check prefers."""
-    note = ChatMessage(role="system", content=f'Your answer "{choice}" looks unlikely for this message. Read the '
-                                              "user's latest message again and answer once more.")
-    return request.model_copy(update={"messages": [*request.messages, note]})
+    return with_note(request, f'Your answer "{choice}" looks unlikely for this message. Read the '
+                              "user's latest message again and answer once more.")
 
 
 def _also(names: list[str]) -> dict[str, Any]:
