@@ -233,7 +233,7 @@ def test_cache_is_written_then_reused_without_embedding_again(tmp_path: Path) ->
     assert first.cache_path is not None and first.cache_path.parent == cache
     assert first.cache_path.name.startswith("store_kb-")
     assert {p.name for p in first.cache_path.iterdir()} == {
-        "manifest.json", "chunks.json", "chunk_vectors.npy", "faq_vectors.npy"}  # fmt: skip
+        "manifest.json", "chunks.json", "chunk_vectors.npy", "faq_vectors.npy", "bm25"}  # fmt: skip
     assert first.build_seconds > 0
 
     second_embedder = FakeEmbedder()
@@ -357,16 +357,18 @@ def test_an_unwritable_cache_folder_costs_only_the_cache(tmp_path: Path) -> None
     assert index.search("somebody robbed my wallet")[0].source == "docs/cards.txt"
 
 
-def test_without_an_embedder_build_behaves_as_before_and_writes_nothing(tmp_path: Path) -> None:
+def test_without_an_embedder_build_searches_by_words_and_keeps_the_words_index(tmp_path: Path) -> None:
+    # issue 29: the index is built once and reused across processes, with or without embeddings
     agent = write_docs(tmp_path)
     cache = tmp_path / "cache"
-    index = KnowledgeIndex.build(agent, tmp_path, cache_dir=cache, on_progress=IndexProgressBar())
-    assert not index.uses_embeddings and index.chunk_vectors is None
-    assert not cache.exists()
-    assert index.search("somebody robbed my wallet") == []
-    assert index.search("stolen card")[0].source == "docs/cards.txt"
-    assert index.match_faq("how do I get my money back") is None
-    assert index.match_faq("what is the refund policy")[0].q == "What is the refund policy?"
+    for attempt in ("built", "loaded"):
+        index = KnowledgeIndex.build(agent, tmp_path, cache_dir=cache, on_progress=IndexProgressBar())
+        assert index.loaded_from_cache == (attempt == "loaded")
+        assert not index.uses_embeddings and index.chunk_vectors is None
+        assert index.search("somebody robbed my wallet") == []
+        assert index.search("stolen card")[0].source == "docs/cards.txt"
+        assert index.match_faq("how do I get my money back") is None
+        assert index.match_faq("what is the refund policy")[0].q == "What is the refund policy?"
 
 
 def test_progress_bar_only_for_big_jobs(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -52,10 +52,10 @@ def strongly_connected(edges: dict[str, list[tuple[str, Span | None]]]) -> list[
                 counter += 1
                 stack.append(node)
                 on_stack.add(node)
-            targets = [t for t, _ in edges[node]]
+            targets = edges[node]
             if child < len(targets):
                 work.append((node, child + 1))
-                target = targets[child]
+                target = targets[child][0]
                 if target not in index:
                     work.append((target, 0))
                 elif target in on_stack:

@@ -10,6 +10,8 @@ messages of bench/understanding/ (see its README).
 from __future__ import annotations
 
 import re
+import threading
+from collections import OrderedDict
 from functools import lru_cache
 
 import numpy as np
@@ -151,15 +153,42 @@ def _terms(text: str) -> list[str]:
 _POLAR_TERMS = frozenset(_AFFIRMATIVE | _NEGATIVE_START | _NEGATION | {"please", "thank", "thanks", "right"})
 
 
-@lru_cache(maxsize=256)
+_TERMS_KEPT = 16384  # options whose words are remembered (a router of 1,000 members has 1,000)
+_option_vocabularies: OrderedDict[tuple[str, ...], frozenset[str]] = OrderedDict()
+_vocabulary_lock = threading.Lock()
+
+
 def _option_terms(examples: tuple[str, ...]) -> frozenset[str]:
-    return frozenset(term for example in examples for term in _terms(example))
+    return _vocabularies([examples])[0]
+
+
+def _vocabularies(example_sets: list[tuple[str, ...]]) -> list[frozenset[str]]:
+    """The content words of each option's examples, tokenized in one call for all the options not seen
+    before (a tokenizer call has a fixed cost: 1,000 calls take most of a second, one call a few ms)."""
+    with _vocabulary_lock:
+        missing = list(dict.fromkeys(e for e in example_sets if e not in _option_vocabularies))
+    found: dict[tuple[str, ...], frozenset[str]] = {}
+    if missing:
+        flat = [text for examples in missing for text in examples]
+        terms = bm25_tokenize(flat) if flat else []
+        at = 0
+        for examples in missing:
+            found[examples] = frozenset(t for words in terms[at:at + len(examples)] for t in words
+                                        if t not in _POLAR_TERMS)
+            at += len(examples)
+        with _vocabulary_lock:
+            _option_vocabularies.update(found)
+            while len(_option_vocabularies) > _TERMS_KEPT:
+                _option_vocabularies.popitem(last=False)
+    with _vocabulary_lock:
+        return [found[e] if e in found else _option_vocabularies[e] for e in example_sets]
 
 
 def keyword_scores(message: str, options: list[Option]) -> dict[str, float]:
     """Each option's share (0..1) of the message's content words that its examples also use, a word
     counting the more the fewer options use it (a word every option uses counts nothing)."""
-    vocabularies = {option.key: _option_terms(option.keyword_examples or option.examples) for option in options}
+    vocabularies = dict(zip([option.key for option in options],
+                            _vocabularies([option.keyword_examples or option.examples for option in options])))
     words = set(_terms(message))
     count = len(vocabularies)
     weight = {}

@@ -82,16 +82,14 @@ class KnowledgeCache:
 
     def index(self, agent: KnowledgeAgent, on_progress: ProgressCallback | None = None):
         """The agent's index, built now if this is its first use (`on_progress` hears that build too)."""
+        from frontdesk.runtime.retrieval.cache import default_cache_dir
         from frontdesk.runtime.retrieval.index import KnowledgeIndex
 
         with self._lock:
             if agent.name not in self._indexes:
                 root = Path(self.program.root or ".")
-                extra = {}
-                if self.embedder is not None:
-                    from frontdesk.runtime.retrieval.cache import default_cache_dir
-
-                    extra = {"embedder": self.embedder, "cache_dir": self.cache_dir or default_cache_dir(root)}
+                # kept on disk for the next process, with or without an embedder (retrieval/cache.py)
+                extra = {"embedder": self.embedder, "cache_dir": self.cache_dir or default_cache_dir(root)}
                 listeners = [c for c in (self.on_progress, on_progress) if c is not None]
                 self._indexes[agent.name] = KnowledgeIndex.build(
                     agent, root, fetcher=self.fetcher, on_progress=_fan_out(listeners), **extra)

@@ -18,7 +18,7 @@ from frontdesk.nlu.base import Decision, Option, Thresholds, Understanding
 from frontdesk.runtime.driver import Driver
 from frontdesk.runtime.events import EventLog
 from frontdesk.runtime.handoff import with_handoff_phrases
-from frontdesk.runtime.options import route_options
+from frontdesk.runtime.options import cached_knowledge_phrases, route_options
 from frontdesk.runtime.pipeline import BotMessage, PendingToolCall, Pipeline
 from frontdesk.runtime.prompts import with_note
 from frontdesk.runtime.rules import after_error, render_named
@@ -225,6 +225,7 @@ class TurnContext:
     orchestration: dict = field(default_factory=dict)
     # (task, agent) -> the embedding decision made last in this turn: what an LLM's answer is checked against
     embedded: dict = field(default_factory=dict)
+    shortlists: dict = field(default_factory=dict)  # (message, members) -> their scores, this turn (shortlist.py)
     # a fan_out task's own context (runtime/fanout.py): its agents never wait for the user, so an LLM agent
     # whose model fails ends with an error for the calling model rather than waiting for a retry
     task: bool = False
@@ -292,13 +293,22 @@ class TurnContext:
         return replace(base, **{k: v for k, v in override.model_dump().items() if v is not None})
 
     def agent_options(self, names: list[str]) -> list[Option]:
-        """Agents as options to decide between (mined once per engine, see runtime/options.py)."""
-        key = tuple(names)
-        if key not in self.option_cache:
+        """Agents as options to decide between (each agent's mined once per engine, see runtime/options.py)."""
+        missing = [n for n in dict.fromkeys(names) if ("agent", n) not in self.option_cache]
+        if missing:
             root = Path(self.program.root) if self.program.root else None
             # ABL HANDOFF WHEN words join the phrases each member is routed by
-            self.option_cache[key] = with_handoff_phrases(self.program, route_options(self.program, names, root))
-        return self.option_cache[key]
+            for option in with_handoff_phrases(self.program, route_options(
+                    self.program, missing, None, (lambda a: cached_knowledge_phrases(a, root)) if root else None)):
+                self.option_cache[("agent", option.key)] = option
+        return [self.option_cache[("agent", n)] for n in names]
+
+    def route_decide(self, message: str, names: list[str], agent: str | None) -> Decision | None:
+        """embed_decide over agents as options (None at once without an understanding model: no agent's
+        phrases are mined for nothing)."""
+        if self.understanding is None:
+            return None
+        return self.embed_decide(message, self.agent_options(names), "route", agent)
 
     def embed_decide(self, message: str, options: list[Option], task: str, agent: str | None) -> Decision | None:
         """An embedding decision, or None when there is no understanding model or it failed."""

@@ -1443,6 +1443,8 @@ class FlowExecutor:
             # "no thanks" (or "No, I don't need a new card" when an LLM can read the rest, or a bare
             # number) answers the question; it is not a change of topic
             switches = []
+        if ctx.understanding is None:
+            return None
         options = claims_options(branch) + [
             Option(f"switch:{o.key}", o.examples) for o in ctx.agent_options([a.name for a in switches])]
         decision = ctx.embed_decide(message, options, "claims", frame.agent)

@@ -47,6 +47,7 @@ from frontdesk.runtime.context import SpeculationStop, TurnContext, TurnInput
 from frontdesk.runtime.events import EventLog, register_event_type
 from frontdesk.runtime.fanout import TaskMemory
 from frontdesk.runtime.state import Frame
+from frontdesk.runtime.shortlist import WIDER, shortlist
 from frontdesk.runtime.steps import Outcome
 
 register_event_type("guardrail_verdict", "an input guardrail agent of a router judged the user's message",
@@ -145,13 +146,28 @@ def with_exit(router: RouterAgent, candidates) -> list:
 
 # RouterData.decisions: "<turn>:<agent>", the agent a routing model named for a second request in the message
 ALSO_AFTER = "also_after"
+LAST_MEMBER = "last"  # RouterData.decisions: the member the router handed a message to most recently
 
 
 def llm_route(router: RouterAgent, frame: Frame, ctx: TurnContext, candidates, recheck: str | None = None
               ) -> str | None:
     """One routing call; its guardrails ride along unless they were checked already this turn.
     BLOCKED when a guardrail stops the message (the user was told); EXIT_CHOICE when the model judges
-    that the user ends the conversation (a router with an exit policy)."""
+    that the user ends the conversation (a router with an exit policy).
+
+    A router of many members lists a shortlist of them (runtime/shortlist.py); when the model names none
+    of those, it is asked once more with the next members by score."""
+    listed, rest = shortlist(ctx, list(candidates), router.name, frame.data.decisions.get(LAST_MEMBER))
+    chosen = _route_call(router, frame, ctx, listed, recheck)
+    if chosen is None and rest:
+        wider, _ = shortlist(ctx, rest, router.name, size=WIDER)
+        ctx.log.emit("step", router.name, action="no listed member fits: asking with the next members",
+                     listed=len(wider))
+        chosen = _route_call(router, frame, ctx, wider, recheck)
+    return chosen
+
+
+def _route_call(router: RouterAgent, frame: Frame, ctx: TurnContext, candidates, recheck: str | None) -> str | None:
     candidates = with_exit(router, candidates)
     guards = guard_agents(router, ctx)
     merged = bool(guards) and ctx.orchestration.get("guarded") is not True  # True: a model checked it
@@ -260,7 +276,7 @@ def _guarded(router: RouterAgent, frame: Frame, active: Frame | None, strategy: 
         return True
     if strategy == "adaptive":
         names = [m.agent for m in router.members if m.agent in ctx.program.agents]
-        decision = ctx.embed_decide(ctx.input.text or "", ctx.agent_options(names), "route", router.name)
+        decision = ctx.route_decide(ctx.input.text or "", names, router.name)
         # "no member fits" from the local model is not trusted to block: it also says so of short answers
         # ("let's go with that"); the routing call, with the guardrails in it, decides those
         if decision is not None and decision.sure and decision.choice is not None:

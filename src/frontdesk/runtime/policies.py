@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from frontdesk.ir.expr import Ref
 from frontdesk.ir.models import Agent, Policy
+from frontdesk.runtime.shortlist import shortlist
 from frontdesk.runtime.state import FlowData, Frame
 from frontdesk.runtime.steps import Done, Outcome
 
@@ -299,7 +300,7 @@ def clear_topic_switch(ctx: TurnContext, frame: Frame, message: str) -> str | No
         ctx.log.emit("step", frame.agent, action="no topic switch: the message drops the agent's task")
         return None
     names = [m.agent for m in router.members if m.agent in ctx.program.agents]
-    decision = ctx.embed_decide(message, ctx.agent_options(names), "route", frame.agent)
+    decision = ctx.route_decide(message, names, frame.agent)
     best = decision.best if decision is not None else None
     if decision is None or best is None or best in chain:
         return None  # the message is for this agent, or for the flow that called it
@@ -328,9 +329,11 @@ def clear_topic_switch(ctx: TurnContext, frame: Frame, message: str) -> str | No
 
 
 def switch_candidates(ctx: TurnContext, frame: Frame):
-    """Other members of the router this frame was started by: where a topic switch may go."""
+    """Other members of the router this frame was started by: where a topic switch may go (a shortlist of
+    them when the router has many, runtime/shortlist.py)."""
     router = ctx.started_by_router(frame)
     if router is None:
         return []
-    return [ctx.program.agents[m.agent] for m in router.members
-            if m.agent != frame.agent and m.agent in ctx.program.agents]
+    others = [ctx.program.agents[m.agent] for m in router.members
+              if m.agent != frame.agent and m.agent in ctx.program.agents]
+    return shortlist(ctx, others, frame.agent)[0]

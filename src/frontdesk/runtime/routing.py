@@ -33,6 +33,7 @@ from frontdesk.runtime.orchestration import (
     ROUTE_APOLOGY,
     describe_agent,
     has_exit,
+    LAST_MEMBER,
     llm_route,
     route_request,
     routed,
@@ -57,7 +58,6 @@ register_event_type("pre_classification", "a supervisor's pre-classification pip
 CLAUSES = re.compile(r"(?<=[.?!])\s+|[,;]\s*(?:and|but|also|plus)\s+", re.IGNORECASE)
 CLAUSE_WORDS = 4  # a part this long at least can be a request of its own ("could you suggest a mystery?")
 CLAUSE_FLOOR = 0.15  # a part whose best agent scores less reads as nobody's
-LAST_MEMBER = "last"  # RouterData.decisions: the member the router handed a message to most recently
 # A member suspended longer ago than this (in user turns) is not resumed unasked: the router offers it.
 STALE_AFTER_TURNS = 3
 ANYTHING_ELSE = "Is there anything else I can help you with?"
@@ -265,7 +265,7 @@ class RouterExecutor:
             if answered is not None:  # parallel mode: the routing call was made at the same time
                 return routed(router, frame, ctx, answered, {c.name for c in candidates})
         names = [c.name for c in candidates]
-        decision = ctx.embed_decide(ctx.input.text or "", ctx.agent_options(names), "route", router.name)
+        decision = ctx.route_decide(ctx.input.text or "", names, router.name)
         if decision is None and not ctx.llm_classifies:
             return self._by_words(router, ctx, names)
         asked = frame.data.decisions.pop("clarify", None)
@@ -318,7 +318,7 @@ class RouterExecutor:
         if len(parts) < 2:
             return False
         for part in parts:
-            decision = ctx.embed_decide(part, ctx.agent_options(names), "route", f"{router.name}:clause")
+            decision = ctx.route_decide(part, names, f"{router.name}:clause")
             if decision is not None and decision.best not in (None, chosen) \
                     and decision.scores.get(decision.best, 0.0) >= CLAUSE_FLOOR:
                 ctx.log.emit("step", router.name, action="a part of the message reads as another agent's",
@@ -410,7 +410,7 @@ class RouterExecutor:
         intent, confidence, scores, by = None, 0.0, {}, "none"
         sure = False
         answered: LLMResponse | LLMError | None = None
-        decision = ctx.embed_decide(text, ctx.agent_options(names), "route", router.name)
+        decision = ctx.route_decide(text, names, router.name)
         if decision is not None:
             by, scores = "embedding", dict(decision.scores)
             intent, confidence = decision.choice, round(decision.score, 3)
@@ -654,7 +654,7 @@ class RouterExecutor:
     def _answers_goodbye(self, router: RouterAgent, frame: Frame, ctx: TurnContext) -> str | None:
         """The member the embedding model is sure the goodbye is for (an FAQ entry "Thanks, bye"), if any."""
         names = [c.name for c in self._candidates(router, frame, ctx)]
-        decision = ctx.embed_decide(ctx.input.text or "", ctx.agent_options(names), "route", router.name) \
+        decision = ctx.route_decide(ctx.input.text or "", names, router.name) \
             if names else None
         if decision is None or not decision.sure or decision.choice is None:
             return None

@@ -538,14 +538,16 @@ class AdlLowering:
 
     def members(self, router: str, contains: YSeq) -> list[RouterMember]:
         members: list[RouterMember] = []
+        listed: set[str] = set()
         for item in contains.items:
             member = self.member(router, item)
             if member is None:
                 continue
-            if any(m.agent == member.agent for m in members):
+            if member.agent in listed:
                 self.bag.warning(codes.DUPLICATE_MEMBER, f"agent '{member.agent}' is listed twice in contains", item.span,
                                  hint="remove the duplicate (merge their args: if both have some)")
                 continue
+            listed.add(member.agent)
             members.append(member)
         return members
 

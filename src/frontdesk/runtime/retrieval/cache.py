@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -9,7 +10,7 @@ import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -33,6 +34,9 @@ CACHE_FORMAT = 1
 # 2 = Markdown tables without their alignment padding.
 CHUNK_TEXT_VERSION = 2
 CONTENT_HASH_MAX_BYTES = 1024 * 1024
+
+
+LEXICAL = "lexical"  # the cache's embedder name for an index searched by its words alone
 
 
 def default_cache_dir(root: Path) -> Path:
@@ -70,6 +74,11 @@ def _local_fingerprint(source: KnowledgeSource, root: Path) -> list:
     if path.is_file():
         return ["file", _file_fingerprint(path, root)]
     return ["missing"]
+
+
+def source_fingerprint(source: KnowledgeSource, root: Path) -> list:
+    """What a local source's documents depend on (its files' paths and contents), for caches beside the index."""
+    return [source.kind, source.location, source.path, _local_fingerprint(source, Path(root))]
 
 
 def _cache_key(
@@ -116,6 +125,7 @@ class _CachedIndex:
     chunk_vectors: np.ndarray
     faq_vectors: np.ndarray
     problems: list[list[str] | None]
+    retriever: Any = None  # the BM25 index (None: built again from the chunks)
 
 
 _CACHE_FILES = ("chunks.json", "chunk_vectors.npy", "faq_vectors.npy")
@@ -158,6 +168,9 @@ def _read_cache(folder: Path, key: str, embedder_name: str, source_count: int, f
             return None
         if not all(p is None or (isinstance(p, list) and all(isinstance(s, str) for s in p)) for p in problems):
             return None
+        retriever = _read_bm25(folder, len(chunks) + faq_count)
+        if embedder_name == LEXICAL:  # the chunks alone: searched by their words
+            return _CachedIndex(chunks, None, None, problems, retriever)
         chunk_vectors = np.load(folder / "chunk_vectors.npy", allow_pickle=False)
         faq_vectors = np.load(folder / "faq_vectors.npy", allow_pickle=False)
         total = len(chunks) + faq_count
@@ -165,9 +178,33 @@ def _read_cache(folder: Path, key: str, embedder_name: str, source_count: int, f
             chunk_vectors = as_unit_rows(chunk_vectors, total)
         if faq_count:
             faq_vectors = as_unit_rows(faq_vectors, faq_count)
-        return _CachedIndex(chunks, chunk_vectors, faq_vectors, problems)
+        return _CachedIndex(chunks, chunk_vectors, faq_vectors, problems, retriever)
     except Exception:  # noqa: BLE001 - missing, truncated, tampered with: rebuild
         return None
+
+
+BM25_FOLDER = "bm25"  # bm25s's own files (numpy arrays without pickles, JSON): the words' index
+
+
+def _read_bm25(folder: Path, documents: int) -> Any:
+    """The BM25 index an earlier process kept, when it is whole and indexes `documents` passages; else None
+    (the index is built again from the chunks: slower, never wrong)."""
+    try:
+        import bm25s
+
+        retriever = bm25s.BM25.load(str(folder / BM25_FOLDER), load_corpus=False, allow_pickle=False)
+        return retriever if int(retriever.scores.get("num_docs", -1)) == documents else None
+    except Exception:  # noqa: BLE001 - missing or unreadable: rebuilt
+        return None
+
+
+def _write_bm25(folder: Path, index: KnowledgeIndex) -> None:
+    retriever = getattr(index, "_retriever", None)
+    if retriever is None:
+        return
+    with contextlib.suppress(Exception):  # only the next start's speed depends on it
+        shutil.rmtree(folder / BM25_FOLDER, ignore_errors=True)
+        retriever.save(str(folder / BM25_FOLDER), allow_pickle=False)
 
 
 def _write_atomically(path: Path, write) -> None:
@@ -208,6 +245,7 @@ def _write_cache(
     )
     _write_atomically(folder / "chunk_vectors.npy", lambda h: np.save(h, chunk_vectors, allow_pickle=False))
     _write_atomically(folder / "faq_vectors.npy", lambda h: np.save(h, faq_vectors, allow_pickle=False))
+    _write_bm25(folder, index)
     manifest = {
         "format": CACHE_FORMAT,
         "key": key,
@@ -233,14 +271,15 @@ def build_with_cache(
     agent: KnowledgeAgent,
     root: Path,
     fetcher: Fetcher,
-    embedder: Embedder,
+    embedder: Embedder | None,
     cache_dir: Path,
     max_chars: int,
     overlap: int,
     options: dict,
 ) -> KnowledgeIndex:
-    """`KnowledgeIndex.build` with an embedder and a cache folder: load the cached index, or build and store it."""
-    embedder_name = str(getattr(embedder, "name", type(embedder).__name__))
+    """`KnowledgeIndex.build` with a cache folder: load the cached index, or build and store it. Without an
+    embedder the cache keeps the chunks alone (a new process skips reading and chunking the documents)."""
+    embedder_name = LEXICAL if embedder is None else str(getattr(embedder, "name", type(embedder).__name__))
     online = bool(getattr(fetcher, "online", True))
     # Web pages are fetched first: their text is part of the key.
     fetched = {
@@ -258,8 +297,8 @@ def build_with_cache(
             for p in (fetched[position][1] if position in fetched else stored or [])
         ]
         index = cls(cached.chunks, agent.faq, problems, chunk_vectors=cached.chunk_vectors,
-                    faq_vectors=cached.faq_vectors, **options)
-        if index.embedder is not None:
+                    faq_vectors=cached.faq_vectors, retriever=cached.retriever, **options)
+        if index.embedder is not None or embedder is None:
             index.loaded_from_cache = True
             index.cache_path = folder
             report(options.get("on_progress"), CACHED, len(index.chunks), len(index.chunks), agent.name)
@@ -267,7 +306,7 @@ def build_with_cache(
     documents, per_source = load_sources(agent.sources, root, fetcher, fetched, options.get("on_progress"), agent.name)
     problems = [p for trouble in per_source for p in trouble]
     index = cls(chunk_documents(documents, max_chars, overlap), agent.faq, problems, **options)
-    if index.embedder is None:  # embedding failed; the problem is recorded, nothing worth caching
+    if embedder is not None and index.embedder is None:  # embedding failed: recorded, nothing worth caching
         return index
     local_problems = [None if position in fetched else trouble for position, trouble in enumerate(per_source)]
     try:

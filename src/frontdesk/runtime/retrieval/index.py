@@ -31,7 +31,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -107,9 +107,11 @@ class KnowledgeIndex:
         faq_vectors: np.ndarray | None = None,
         on_progress: ProgressCallback | None = None,
         label: str = "",
+        retriever: Any = None,
     ) -> None:
         """Index `chunks` and the FAQ; with an `embedder`, also embed them (or take the given vectors,
-        one row per chunk including the FAQ chunks, and one per FAQ question)."""
+        one row per chunk including the FAQ chunks, and one per FAQ question). `retriever`: their BM25
+        index as an earlier process built it (retrieval/cache.py), else it is built here."""
         self.faq: list[FaqEntry] = list(faq or [])
         self.problems: list[str] = list(problems or [])
         self.faq_threshold = faq_threshold
@@ -130,7 +132,10 @@ class KnowledgeIndex:
         self.chunks: list[Chunk] = self.document_chunks + faq_chunks
         self._retriever = None
         self._vocabulary: set[str] = set()
-        if self.chunks:
+        if self.chunks and retriever is not None:
+            self._retriever = retriever
+            self._vocabulary = {token for token in retriever.vocab_dict if token}
+        elif self.chunks:
             import bm25s
 
             corpus_tokens = bm25_tokenize([f"{c.title}\n{c.text}" for c in self.chunks])
@@ -209,7 +214,7 @@ class KnowledgeIndex:
             "on_progress": on_progress,
             "label": agent.name,
         }
-        if embedder is None or cache_dir is None:
+        if cache_dir is None:
             documents, per_source = load_sources(agent.sources, root, fetcher, on_progress=on_progress,
                                                  label=agent.name)
             problems = [p for trouble in per_source for p in trouble]
