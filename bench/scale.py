@@ -15,7 +15,7 @@ Three measurements, each printed as a table; Frontdesk and, where MICA is instal
   the first decision (Frontdesk's own milliseconds in the first turn: no model time), and in hybrid
   mode the one-off encoding of the program's phrases (kept on disk for the next process).
 - **Session length.** bs_issue7's turns played over and over in one session; prompt tokens per turn
-  at the checkpoints.
+  at each checkpoint, the mean over the dialogue's last pass up to it (8 turns, every kind once).
 - **Knowledge size.** A kb agent over N passages (generated store-policy documents), with three other
   members beside it in the ensemble (so the message is routed): in a fresh process, the index build (or load, when an earlier process built it) and the first question
   turn, Frontdesk only (LLM-only and hybrid). Run twice: the second process reuses the index.
@@ -350,15 +350,26 @@ def measure_session(checkpoints: list[int], modes: list[str], mica: bool, work: 
     def cycled(turns):
         return [turns[i % len(turns)] for i in range(length)]
 
+    cycle = len(load_dialogue(DIALOGUE, ScaleBench("llm", folder, server, counter).program(folder.name)).turns)
+
+    def window(k: int) -> range:  # the dialogue's last pass up to turn k: every kind of turn once
+        return range(max(1, k - cycle + 1), k + 1)
+
+    def mean(per_turn: dict[int, int], k: int) -> int | None:
+        values = [per_turn[i] for i in window(k) if per_turn.get(i) is not None]
+        return round(sum(values) / len(values)) if values else None
+
     for mode in modes:
         r = frontdesk_dialogue(mode, folder, cycled, server, counter, 0)
-        result[mode] = {k: r["per_turn_tokens"][k - 1] for k in checkpoints}
+        result[mode] = {k: mean(dict(enumerate(r["per_turn_tokens"], start=1)), k) for k in checkpoints}
     if mica:
         dialogue = differential_dialogue()
         dialogue = {**dialogue, "turns": cycled(dialogue["turns"])}
         mica_folder = bookstore_with(BOOKSTORE_AGENTS, work / "session" / "mica_bookstore", MICA_BOOKSTORE)
-        r = mica_dialogue(mica_folder, dialogue, counter, 0, counted_turns=set(checkpoints))
-        result["mica"] = {k: r["per_turn_tokens"].get(k) for k in checkpoints}
+        counted = {i for k in checkpoints for i in window(k)}
+        r = mica_dialogue(mica_folder, dialogue, counter, 0, counted_turns=counted)
+        result["mica"] = {k: mean(r["per_turn_tokens"], k) for k in checkpoints}
+    print(f"(prompt tokens per turn, the mean of the {cycle} turns up to the checkpoint)\n")
     print("| turn | " + " | ".join(s for s in ("mica", *modes) if s in result) + " |")
     print("|---:|" + "---:|" * len([s for s in ("mica", *modes) if s in result]))
     for k in checkpoints:
@@ -488,7 +499,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 report["program"] = measure_program([int(s) for s in options.sizes.split(",")], modes, mica, work,
                                                     server, counter, options.verbose)
             if "session" in only:
-                print("\n## Session length (bs_issue7's turns over and over; prompt tokens of the turn)\n")
+                print("\n## Session length (bs_issue7's turns over and over, one session)\n")
                 report["session"] = measure_session([int(s) for s in options.session_turns.split(",")], modes,
                                                     mica, work, server, counter, options.verbose)
             if "knowledge" in only:

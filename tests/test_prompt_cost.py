@@ -98,3 +98,44 @@ def test_a_knowledge_answer_is_written_from_the_few_passages_near_the_best():
     assert all(p["score"] >= PASSAGE_FLOOR for p in retrieved)
     sent = [e for e in run.events_of("llm_call") if e["data"].get("purpose") == "kb_answer"][0]
     assert "[4]" not in json.dumps(sent["data"])
+
+
+def test_a_tool_result_does_not_list_again_what_its_message_says_word_for_word():
+    from frontdesk.runtime.tools.result import ToolResult
+
+    accounts = [{"name": "Everyday Current", "account_number": "40021873"},
+                {"name": "Rainy Day Savings", "account_number": "40021881"}]
+    said = ToolResult(status="success", message="Accounts: Everyday Current (account_number 40021873); "
+                                                "Rainy Day Savings (account_number 40021881)",
+                      args={"accounts": accounts, "payee_exists": True})
+    text = said.for_model()
+    assert "accounts=" not in text and "payee_exists=True" in text  # a yes/no the message does not say stays
+    partly = ToolResult(status="success", message="Accounts: Everyday Current (account_number 40021873)",
+                        args={"accounts": accounts})
+    assert "accounts=" in partly.for_model()  # the second account is not in the message
+
+
+def test_a_new_llm_agent_starts_with_the_recent_messages_only(tmp_path):
+    import yaml
+
+    from frontdesk.llm.scripted import ScriptedProvider
+    from frontdesk.runtime.engine import Engine
+    from frontdesk.store.memory import MemorySessionStore
+
+    steps = []
+    for i in range(6):
+        steps += [{"bot": f"Question number {i}?"}, "user"]
+    (tmp_path / "agents.yml").write_text(yaml.safe_dump({
+        "main": {"type": "flow agent", "steps": [*steps, {"call": "helper"}]},
+        "helper": {"type": "llm agent", "description": "Helps.", "prompt": "Help the user."},
+    }, sort_keys=False), encoding="utf-8")
+    program, diagnostics = load_program(tmp_path)
+    assert program is not None, diagnostics
+    llm = ScriptedProvider([{"purpose": "reason", "reply": "How can I help?"}])
+    engine = Engine(program, llm, MemorySessionStore())
+    session = engine.start().session_id
+    for i in range(6):
+        engine.send(session, f"answer number {i}")
+    shown = [m.content for m in llm.calls[0].messages if m.role != "system"]
+    assert len(shown) == prompts.DECISION_WINDOW
+    assert shown[-1] == "answer number 5" and not any("number 2" in str(m) for m in shown)

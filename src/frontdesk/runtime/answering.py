@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 import threading
 from pathlib import Path
@@ -39,6 +40,8 @@ SMALL_KB_PASSAGES = 8  # with no embedding model, a knowledge base this small is
 # budget keeps it flat as a knowledge base grows.
 WHOLE_KB_CHARS = 4000
 MORE_PASSAGE_CHARS = 6000
+# passages ranked for an answer and its second look: more than the second look's budget holds
+RANKED_LOOK = 64
 NOT_FOUND = "Sorry, I couldn't find information about that."
 
 
@@ -158,9 +161,9 @@ class KnowledgeExecutor:
                          by="faq match", score=round(score, 3))
             ctx.say(agent.name, entry.a, frame)
             return Outcome.done("success", "answered from the FAQ")
-        ranked = index.search(question, k=len(index.chunks))
+        ranked = index.search(question, k=RANKED_LOOK)
         passages = [p for p in ranked[:ANSWER_PASSAGES] if p.score >= PASSAGE_FLOOR]
-        whole = ctx.llm_classifies and sum(len(c.text) for c in index.chunks) <= WHOLE_KB_CHARS
+        whole = ctx.llm_classifies and index.total_chars <= WHOLE_KB_CHARS
         if whole:
             passages = _unseen(index, ranked, [], WHOLE_KB_CHARS * 2)  # all of it, the ranked ones first
         elif not passages and ctx.llm_classifies and not index.uses_embeddings:
@@ -274,8 +277,7 @@ def _unseen(index, ranked: list, shown: list, budget: int) -> list:
     sources' order, as many as fit in `budget` characters (at least one)."""
     seen = {(p.source, p.text) for p in shown}
     out, used = [], 0
-    every = list(ranked) + index.every_passage(len(index.chunks))
-    for passage in every:
+    for passage in itertools.chain(ranked, index.passages_in_order()):
         key = (passage.source, passage.text)
         if key in seen:
             continue

@@ -77,9 +77,10 @@ class ReasoningExecutor:
                 ctx.say(frame.agent, lines[-1] if lines else frame.last_prompt, frame)
         fresh = not frame.started
         if fresh:
-            # A new agent sees the conversation so far, the turn's message included where it was said.
+            # A new agent sees the conversation's recent messages, the turn's message included where it was
+            # said: as many as a decision call sees (issue 29: the older ones were resent with every step)
             frame.started = True
-            window = ctx.program.settings.history_window
+            window = prompts.decision_window(ctx.program.settings.history_window)
             if not frame.data.messages:  # a supervisor's CONTEXT.history may have given it its start
                 frame.data.messages = [m.model_dump(exclude_none=True)
                                        for m in prompts.history_messages(ctx.state.history, window)]

@@ -32,6 +32,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -89,6 +90,18 @@ class Passage:
     title: str = ""
 
 
+def _best(scores: np.ndarray, k: int) -> list[int]:
+    """The indexes of the `k` best positive scores, best first (ties: the earlier chunk first)."""
+    scores = np.asarray(scores)
+    positive = np.flatnonzero(scores > 0)
+    if positive.size > k:  # only the k best are sorted: a question over 10,000 passages ranks a few
+        values = scores[positive]
+        kth = -np.partition(-values, k - 1)[k - 1]  # the k-th best score
+        above, equal = positive[values > kth], positive[values == kth]
+        positive = np.concatenate([above, equal[:k - len(above)]])  # ties: the earlier chunks
+    return sorted(positive.tolist(), key=lambda i: (-float(scores[i]), i))
+
+
 class KnowledgeIndex:
     """What a `kb agent` knows: its FAQ and its document chunks, ready to match and search."""
 
@@ -132,6 +145,7 @@ class KnowledgeIndex:
         self.chunks: list[Chunk] = self.document_chunks + faq_chunks
         self._retriever = None
         self._vocabulary: set[str] = set()
+        self._total_chars: int | None = None
         if self.chunks and retriever is not None:
             self._retriever = retriever
             self._vocabulary = {token for token in retriever.vocab_dict if token}
@@ -298,20 +312,30 @@ class KnowledgeIndex:
         if vector is None:
             if lexical is None:
                 return []
-            ranked = sorted((i for i in range(len(lexical)) if lexical[i] > 0), key=lambda i: (-lexical[i], i))
-            return self._passages(ranked[:k], lexical)
+            return self._passages(_best(lexical, k), lexical)
         cosines = self.chunk_vectors @ vector
         if lexical is None:
             lexical = np.zeros(len(self.chunks), dtype=np.float32)
         fused = fuse_scores(lexical, cosines, self.min_similarity, self.min_keyword_similarity)
-        ranked = sorted((i for i in range(len(fused)) if fused[i] > 0), key=lambda i: (-fused[i], i))
-        return self._passages(ranked[:k], fused)
+        return self._passages(_best(fused, k), fused)
 
     def every_passage(self, limit: int) -> list[Passage]:
         """All chunks, in order, with score 0, when there are at most `limit` of them; else []."""
         if not self.chunks or len(self.chunks) > limit:
             return []
-        return [Passage(text=c.text, source=c.source, score=0.0, title=c.title) for c in self.chunks]
+        return list(self.passages_in_order())
+
+    def passages_in_order(self) -> Iterator[Passage]:
+        """Every chunk as a passage with score 0, in the sources' order, made as they are read (a reader
+        that needs a few of 10,000 makes a few)."""
+        return (Passage(text=c.text, source=c.source, score=0.0, title=c.title) for c in self.chunks)
+
+    @property
+    def total_chars(self) -> int:
+        """The length of all the chunks' texts (counted once)."""
+        if self._total_chars is None:
+            self._total_chars = sum(len(c.text) for c in self.chunks)
+        return self._total_chars
 
     def _bm25_scores(self, question: str) -> np.ndarray | None:
         """BM25 score of every chunk, or None when the question shares no indexed word."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -87,12 +88,43 @@ class ToolResult:
         given = call_args or {}
         new = {k: v for k, v in self.args.items()
                if not (k in given and str(given[k]) == str(v))
-               and not (isinstance(v, str) and len(v) > 12 and v in self.message)}
+               and not (isinstance(v, str) and len(v) > 12 and v in self.message)
+               and not (isinstance(v, (list, dict)) and v and _all_shown(v, self.message))}
         if new:
             parts.append("values: " + ", ".join(f"{k}={v!r}" for k, v in new.items()))
         if self.bot:
             parts.append("said to the user: " + " / ".join(self.bot))
         return "\n".join(parts)
+
+
+def _all_shown(value: Any, message: str) -> bool:
+    """Whether every item of a list or object (its texts of four characters or more, and its numbers) stands
+    in `message` as a word of its own: "Accounts: Everyday Current (account_number 40021873); ..." holds
+    accounts=[{'name': 'Everyday Current', 'account_number': '40021873'}, ...], so the list says nothing more."""
+    leaves: list[Any] = []
+
+    def walk(item: Any) -> None:
+        if isinstance(item, dict):
+            for v in item.values():
+                walk(v)
+        elif isinstance(item, (list, tuple)):
+            for v in item:
+                walk(v)
+        else:
+            leaves.append(item)
+
+    walk(value)
+    if not leaves:
+        return False
+    for leaf in leaves:
+        if isinstance(leaf, bool) or leaf is None:
+            return False
+        text = str(leaf)
+        if isinstance(leaf, str) and len(text) < 4:
+            return False
+        if not re.search(rf"(?<![\w.]){re.escape(text)}(?![\w])", message):
+            return False
+    return True
 
 
 def failed(kind: ErrorKind, detail: str, message: str = UNAVAILABLE_MESSAGE,
