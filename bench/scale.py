@@ -18,8 +18,10 @@ Three measurements, each printed as a table; Frontdesk and, where MICA is instal
 - **Session length.** bs_issue7's turns played over and over in one session; prompt tokens per turn
   at each checkpoint, the mean over the dialogue's last pass up to it (8 turns, every kind once).
 - **Knowledge size.** A kb agent over N passages (generated store-policy documents), with three other
-  members beside it in the ensemble (so the message is routed): in a fresh process, the index build (or load, when an earlier process built it) and the first question
-  turn, Frontdesk only (LLM-only and hybrid). Run twice: the second process reuses the index.
+  members beside it in the ensemble (so the message is routed): in a fresh process, the index build
+  (or load, when an earlier process built it; with the program's phrase vectors, read at start as
+  `frontdesk chat` reads them) and the first question turn, Frontdesk only (LLM-only and hybrid). Run
+  twice: the second process reuses the index.
 
 Run: .venv/bin/python bench/scale.py [--only program,session,knowledge] [--sizes 10,100,1000]
      [--session-turns 1,10,100,400] [--passages 10000] [--modes llm,hybrid] [--no-mica] [--json FILE] [-v]
@@ -418,6 +420,9 @@ loaded = time.perf_counter()
 knowledge = knowledge_for(program, models.embedder)
 engine = Engine(program, models.llm, MemorySessionStore(), understanding=models.understanding, knowledge=knowledge)
 index_start = time.perf_counter()
+if models.embedder is not None:  # as `frontdesk chat` and `serve` do at start: the program's phrase vectors
+    from frontdesk.app import attach_program_phrases
+    attach_program_phrases(program, models.embedder)
 index = knowledge.index(program.agents["policies"])
 index_s = time.perf_counter() - index_start
 session = engine.start().session_id
@@ -435,7 +440,11 @@ TOPICS = ["shipping", "returns", "refunds", "membership", "gift wrapping", "stor
 
 
 def knowledge_program(passages: int, into: Path) -> Path:
-    """A kb agent over `passages` generated passages (markdown sections, 20 per file)."""
+    """A kb agent over `passages` generated passages (markdown sections, 20 per file). A folder generated
+    before for as many passages is kept, with the indexes built in it (`--keep`: no second 5-minute build)."""
+    marker = into / ".scale-passages"
+    if marker.is_file() and marker.read_text(encoding="utf-8") == str(passages):
+        return into
     shutil.rmtree(into, ignore_errors=True)
     docs = into / "docs"
     docs.mkdir(parents=True)
@@ -459,6 +468,7 @@ def knowledge_program(passages: int, into: Path) -> Path:
                      "sources": ["docs/"]},
         **dict(others),
     }, sort_keys=False), encoding="utf-8")
+    marker.write_text(str(passages), encoding="utf-8")
     return into
 
 
