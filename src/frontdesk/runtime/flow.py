@@ -714,7 +714,8 @@ class FlowExecutor:
         own = ctx.program.agents[frame.agent]
         if not re.search(r"\d", text) or takes(own):
             return None
-        others = [a.name for a in switch_candidates(ctx, frame) if takes(a)]
+        # every member, not a shortlist: "exactly one other member takes it" must hold among all of them
+        others = [a.name for a in switch_candidates(ctx, frame, every=True) if takes(a)]
         return others[0] if len(others) == 1 else None
 
     def _volunteered(self, node: ListenNode, frame: Frame, ctx: TurnContext) -> dict[str, Any]:

@@ -328,12 +328,12 @@ def clear_topic_switch(ctx: TurnContext, frame: Frame, message: str) -> str | No
     return best
 
 
-def switch_candidates(ctx: TurnContext, frame: Frame):
+def switch_candidates(ctx: TurnContext, frame: Frame, every: bool = False):
     """Other members of the router this frame was started by: where a topic switch may go (a shortlist of
-    them when the router has many, runtime/shortlist.py)."""
+    them when the router has many, runtime/shortlist.py, unless `every`)."""
     router = ctx.started_by_router(frame)
     if router is None:
         return []
     others = [ctx.program.agents[m.agent] for m in router.members
               if m.agent != frame.agent and m.agent in ctx.program.agents]
-    return shortlist(ctx, others, frame.agent)[0]
+    return others if every else shortlist(ctx, others, frame.agent)[0]
