@@ -139,3 +139,33 @@ def test_a_new_llm_agent_starts_with_the_recent_messages_only(tmp_path):
     shown = [m.content for m in llm.calls[0].messages if m.role != "system"]
     assert len(shown) == prompts.DECISION_WINDOW
     assert shown[-1] == "answer number 5" and not any("number 2" in str(m) for m in shown)
+
+
+def test_a_plain_no_takes_the_case_that_says_no_without_a_call_when_the_embedding_is_unsure(tmp_path, local_model):
+    import yaml
+
+    from frontdesk.llm.scripted import ScriptedProvider
+    from frontdesk.runtime.engine import Engine
+    from frontdesk.store.memory import MemorySessionStore
+
+    (tmp_path / "agents.yml").write_text(yaml.safe_dump({"main": {"type": "flow agent", "steps": [
+        {"label": "ask"}, {"bot": "Would you like to add anything else to your order?"}, "user",
+        {"if": 'the user claims "Yeah", "Do you have other types of books?"', "then": [{"bot": "More books!"}]},
+        {"else if": 'the user claims "No", "I don\'t have anything else I want to buy."',
+         "then": [{"bot": "Order placed."}]},
+        {"else": [{"bot": "Sorry?"}, {"next": "ask"}]}]}}, sort_keys=False), encoding="utf-8")
+    program, diagnostics = load_program(tmp_path)
+    assert program is not None, diagnostics
+    understanding, _ = local_model
+    for reply in ("No thanks, that's all.", "No, that's it.", "Nope"):
+        llm = ScriptedProvider([{"purpose": "understand", "call": "understand", "with": {"choice": "1"}}])
+        engine = Engine(program, llm, MemorySessionStore(), understanding=understanding)
+        session = engine.start().session_id
+        said = [e.data.get("text") for e in engine.send(session, reply).events if e.type == "bot_message"]
+        assert said == ["Order placed."] and llm.calls == [], reply
+    # a reply that says more than no is read by the LLM
+    llm = ScriptedProvider([{"purpose": "understand", "call": "understand", "with": {"choice": "1"}}])
+    engine = Engine(program, llm, MemorySessionStore(), understanding=understanding)
+    session = engine.start().session_id
+    engine.send(session, "No, but do you have other types of books?")
+    assert len(llm.calls) == 1

@@ -136,6 +136,16 @@ POLARITY_ANSWER_WORDS = 8
 _CLOSING = re.compile(r"^(?:that'?s|that is|it'?s)\s+(?:all|everything|it)\b|^nothing\s+else\b", re.IGNORECASE)
 
 
+# A reply that is nothing but a yes or no, or a no said as a closing: "No.", "Yes please.", "No thanks,
+# that's all.", "No, that's everything I need.", "That's it, thanks." Nothing in it for a model to read.
+_PLAIN_ANSWER = re.compile(
+    r"^\W*(?:(?:yes|yeah|yep|no|nope|nah)(?:\s+(?:thanks|thank you|please))?\W*"
+    r"|(?:(?:no|nope|nah)(?:\s+(?:thanks|thank you))?[\s,.!-]+)?"
+    r"(?:(?:that'?s|that is|it'?s)\s+(?:all|everything|it)|nothing\s+else)"
+    r"(?:\s+(?:i\s+(?:want|need)|for\s+(?:now|today|me)))?(?:[\s,.!-]+(?:thanks|thank you))?\W*)$",
+    re.IGNORECASE)
+
+
 def _answers_by_polarity(message: str, options) -> str | None:
     """The one case whose examples say the message's yes or no (every example with a yes or no in it
     saying the same); None when the message says neither, asks something, is long, or no single case fits."""
@@ -1468,7 +1478,10 @@ class FlowExecutor:
             ctx.log.emit("step", frame.agent, action="embedding choice is a question: the LLM reads it",
                          node=branch.id, choice=decision.choice)
             decision = replace(decision, sure=False)
-        if (not decision.sure or decision.choice is None) and not ctx.llm_classifies and not tentative:
+        if (not decision.sure or decision.choice is None) and not tentative \
+                and (not ctx.llm_classifies or _PLAIN_ANSWER.match(message)):
+            # (with an LLM, only a reply that is nothing but a yes or no, or a no said as a closing: the LLM
+            # would read nothing else in it; issue 29: such replies made 8 of 20 understand calls)
             answered = _answers_by_polarity(message, claims_options(branch))
             if answered is not None:
                 # with no LLM, a short plain yes or no ("No, that's all I want.") takes the one case whose
