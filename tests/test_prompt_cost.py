@@ -169,3 +169,23 @@ def test_a_plain_no_takes_the_case_that_says_no_without_a_call_when_the_embeddin
     session = engine.start().session_id
     engine.send(session, "No, but do you have other types of books?")
     assert len(llm.calls) == 1
+
+
+def test_a_case_decided_without_a_model_reads_volunteered_values_without_a_call_of_their_own(local_model,
+                                                                                             example_db):
+    from frontdesk.llm.scripted import ScriptedProvider
+    from frontdesk.runtime.engine import Engine
+    from frontdesk.store.memory import MemorySessionStore
+
+    program = banking()
+    understanding, _ = local_model
+    llm = ScriptedProvider([{"purpose": "route", "call": "route", "with": {"agent": "block_card"}},
+                            {"purpose": "understand", "call": "understand", "with": {"choice": "none"}}])
+    engine = Engine(program, llm, MemorySessionStore(), understanding=understanding)
+    session = engine.start().session_id
+    engine.send(session, "I need to block a card.")
+    before = len(llm.calls)
+    result = engine.send(session, "My debit card.")  # the embedding model is sure of the case
+    said = [e.data.get("text") for e in result.events if e.type == "bot_message"]
+    assert any("reason for blocking your debit card" in s for s in said)
+    assert len(llm.calls) == before  # before issue 29 a call read the other arguments from "My debit card."

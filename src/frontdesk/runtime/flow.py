@@ -598,6 +598,7 @@ class FlowExecutor:
         # but the question still waits for its answer (as MICA: the message is read, the `user` step waits)
         asked_first = tentative and frame.data.last_say is not None
         gave = any(n in node.extracts and not (asked_first and n in read) for n in by_pattern)
+        own = list(extract)  # the step's own arguments still to read
         if node.extracts or branch is None or branch.otherwise is None:
             # (a claims step with no `else:` reads them too: an answer that gives one is no fallback)
             # the model reads the other arguments in the call that reads the step's own, or in a call of
@@ -628,6 +629,14 @@ class FlowExecutor:
         if branch and choice is None:
             members = [a for a in switches if a.name != orchestration.EXIT_CHOICE]  # agents of the program
             choice = self._choose_by_embedding(branch, members, frame, ctx, tentative)
+            if choice is not None and not own and extract and not tentative and policy.args_from_messages \
+                    and ctx.llm_classifies and not read_before:
+                # the case was decided without a model and the step reads no value of its own: the other
+                # arguments a reply may volunteer ("My debit card." at "which card?") are read by kind,
+                # listed value or name, not by a model call of their own (issue 29)
+                read = self._read_args(extract, node, frame, ctx, answer=True)
+                by_pattern = {**by_pattern, **read}
+                extract = []
         ask_choice = (branch is not None or bool(switches)) and choice is None and (ctx.llm_classifies or not tentative) \
             and not (tentative and ctx.input.used)
         if offline and (not ctx.llm_classifies or (node.strategy == "pattern" and node.extracts)):
