@@ -630,12 +630,13 @@ class FlowExecutor:
             members = [a for a in switches if a.name != orchestration.EXIT_CHOICE]  # agents of the program
             choice = self._choose_by_embedding(branch, members, frame, ctx, tentative)
             if choice is not None and not own and extract and not tentative and policy.args_from_messages \
-                    and ctx.llm_classifies and not read_before:
-                # the case was decided without a model and the step reads no value of its own: the other
-                # arguments a reply may volunteer ("My debit card." at "which card?") are read by kind,
-                # listed value or name, not by a model call of their own (issue 29)
-                read = self._read_args(extract, node, frame, ctx, answer=True)
-                by_pattern = {**by_pattern, **read}
+                    and ctx.llm_classifies:
+                # the case was decided without a model and the step reads no value of its own: no model call
+                # of its own looks for other arguments the reply might volunteer ("My debit card." at "which
+                # card?" found none); each is asked at its own step (issue 29). (Reading them by kind instead
+                # took "28th, after" for a payment day from "The 28th, after I get paid.")
+                ctx.log.emit("step", frame.agent, action="no call for values the reply might volunteer",
+                             node=node.id, choice=choice, unread=extract)
                 extract = []
         ask_choice = (branch is not None or bool(switches)) and choice is None and (ctx.llm_classifies or not tentative) \
             and not (tentative and ctx.input.used)
