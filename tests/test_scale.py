@@ -13,6 +13,7 @@ from frontdesk.lang import load_program
 from frontdesk.llm.scripted import ScriptedProvider
 from frontdesk.runtime import options
 from frontdesk.runtime.engine import Engine
+from frontdesk.runtime.retrieval import cache
 from frontdesk.runtime.shortlist import SHORTLIST
 from frontdesk.store.memory import MemorySessionStore
 
@@ -151,7 +152,7 @@ def test_the_phrases_of_a_knowledge_agent_are_read_once_and_kept(tmp_path, monke
     agent = program.agents["policies"]
     phrases = options.cached_knowledge_phrases(agent, folder)
     assert "How long do returns take for case 17?" in phrases
-    options._known_phrases.clear()  # as in a new process
+    cache._kept_phrases.clear()  # as in a new process
 
     def unread(*_args):
         raise AssertionError("the documents were read again")

@@ -178,13 +178,12 @@ def program_phrases(program: Program) -> set[str]:
     walk(program.model_dump(mode="json"))
     try:  # the phrases the runtime derives: route options (with HANDOFF WHEN's words), stock goodbyes
         from frontdesk.runtime.handoff import with_handoff_phrases
-        from frontdesk.runtime.options import cached_knowledge_phrases, route_options
+        from frontdesk.runtime.options import route_options
         from frontdesk.runtime.routing import GOODBYES
 
         phrases.update(GOODBYES)
         root = Path(program.root) if program.root else None
-        documents = (lambda agent: cached_knowledge_phrases(agent, root)) if root is not None else None
-        for option in with_handoff_phrases(program, route_options(program, list(program.agents), None, documents)):
+        for option in with_handoff_phrases(program, route_options(program, list(program.agents), root)):
             phrases.update(option.examples)
     except Exception:  # noqa: BLE001 - a phrase missed here is only encoded again, never wrong
         pass

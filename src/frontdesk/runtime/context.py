@@ -18,7 +18,7 @@ from frontdesk.nlu.base import Decision, Option, Thresholds, Understanding
 from frontdesk.runtime.driver import Driver
 from frontdesk.runtime.events import EventLog
 from frontdesk.runtime.handoff import with_handoff_phrases
-from frontdesk.runtime.options import cached_knowledge_phrases, route_options
+from frontdesk.runtime.options import route_options
 from frontdesk.runtime.pipeline import BotMessage, PendingToolCall, Pipeline
 from frontdesk.runtime.prompts import with_note
 from frontdesk.runtime.rules import after_error, render_named
@@ -298,8 +298,7 @@ class TurnContext:
         if missing:
             root = Path(self.program.root) if self.program.root else None
             # ABL HANDOFF WHEN words join the phrases each member is routed by
-            for option in with_handoff_phrases(self.program, route_options(
-                    self.program, missing, None, (lambda a: cached_knowledge_phrases(a, root)) if root else None)):
+            for option in with_handoff_phrases(self.program, route_options(self.program, missing, root)):
                 self.option_cache[("agent", option.key)] = option
         return [self.option_cache[("agent", n)] for n in names]
 

@@ -133,7 +133,8 @@ def _contradicts(message: str, choice: str, options) -> bool:
 # A yes or no of at most this many words, no question in it, answers a claims question offline by its sign.
 POLARITY_ANSWER_WORDS = 8
 # "That's everything, thanks." to "anything else?": a no, said as a closing
-_CLOSING = re.compile(r"^(?:that'?s|that is|it'?s)\s+(?:all|everything|it)\b|^nothing\s+else\b", re.IGNORECASE)
+_CLOSING_WORDS = r"(?:(?:that'?s|that is|it'?s)\s+(?:all|everything|it)|nothing\s+else)"
+_CLOSING = re.compile(rf"^{_CLOSING_WORDS}\b", re.IGNORECASE)
 
 
 # A reply that is nothing but a yes or no, or a no said as a closing: "No.", "Yes please.", "No thanks,
@@ -141,8 +142,8 @@ _CLOSING = re.compile(r"^(?:that'?s|that is|it'?s)\s+(?:all|everything|it)\b|^no
 _PLAIN_ANSWER = re.compile(
     r"^\W*(?:(?:yes|yeah|yep|no|nope|nah)(?:\s+(?:thanks|thank you|please))?\W*"
     r"|(?:(?:no|nope|nah)(?:\s+(?:thanks|thank you))?[\s,.!-]+)?"
-    r"(?:(?:that'?s|that is|it'?s)\s+(?:all|everything|it)|nothing\s+else)"
-    r"(?:\s+(?:i\s+(?:want|need)|for\s+(?:now|today|me)))?(?:[\s,.!-]+(?:thanks|thank you))?\W*)$",
+    + _CLOSING_WORDS
+    + r"(?:\s+(?:i\s+(?:want|need)|for\s+(?:now|today|me)))?(?:[\s,.!-]+(?:thanks|thank you))?\W*)$",
     re.IGNORECASE)
 
 

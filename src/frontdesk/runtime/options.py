@@ -6,10 +6,8 @@ examples of its flow, its FAQ questions and the titles of its knowledge document
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
-from typing import Callable
 
 from frontdesk.ir.models import (
     BranchNode,
@@ -73,19 +71,16 @@ def _title(path: str) -> str:
     return words if len(words.split()) >= 2 else ""
 
 
-def route_options(program: Program, names: list[str], root: Path | None = None,
-                  documents: Callable[[KnowledgeAgent], list[str]] | None = None) -> list[Option]:
+def route_options(program: Program, names: list[str], root: Path | None = None) -> list[Option]:
     """One option per candidate agent, keyed by the agent's name.
 
     For routing, bare yes/no answers among an agent's claims examples say nothing about what
     the user wants and are left out; the agent's name is a phrase too ("check balance"); with
-    `root` (or a `documents` reader), a knowledge agent also brings its documents' headings and
-    question lines.
+    `root`, a knowledge agent also brings its documents' headings and question lines (kept on disk
+    beside its index, `cached_knowledge_phrases`).
     """
     from frontdesk.nlu.matcher import polarity
 
-    if documents is None and root is not None:
-        documents = lambda agent: knowledge_phrases(agent, root)  # noqa: E731
     routed_by = router_phrases(program)
     options = []
     for name in names:
@@ -94,8 +89,8 @@ def route_options(program: Program, names: list[str], root: Path | None = None,
         answers = set(flow_answers(program, name))
         weighted.setdefault(name.replace("_", " "), 1.0)
         agent = program.agents[name]
-        if documents is not None and isinstance(agent, KnowledgeAgent):
-            for phrase in documents(agent):
+        if root is not None and isinstance(agent, KnowledgeAgent):
+            for phrase in cached_knowledge_phrases(agent, root):
                 weighted.setdefault(phrase, DOCUMENT_PHRASE_WEIGHT)
         if isinstance(agent, ReasoningAgent):
             for phrase in task_phrases(program, agent):
@@ -169,45 +164,11 @@ def knowledge_phrases(agent: KnowledgeAgent, root: Path) -> list[str]:
     return phrases
 
 
-KNOWLEDGE_PHRASE_FORMAT = 1
-_known_phrases: dict[tuple[str, str], list[str]] = {}  # (phrase file, its key) -> phrases, per process
-
-
 def cached_knowledge_phrases(agent: KnowledgeAgent, root: Path) -> list[str]:
-    """knowledge_phrases, kept beside the agent's index (`.frontdesk/index/phrases-<agent>-<key>.json`)
-    while its local files stay the same, so a new process does not read every document again to route
-    its first message (a 10,000-passage knowledge base takes seconds to read)."""
-    import hashlib
-    import json
+    """knowledge_phrases, kept beside the agent's index while its files stay the same (retrieval/cache.py)."""
+    from frontdesk.runtime.retrieval.cache import kept_phrases
 
-    from frontdesk.runtime.retrieval.cache import default_cache_dir, source_fingerprint
-
-    local = [s for s in agent.sources if s.kind != "url"]
-    if not local:
-        return []
-    fingerprint = [KNOWLEDGE_PHRASE_FORMAT, [source_fingerprint(s, root) for s in local]]
-    key = hashlib.sha256(json.dumps(fingerprint, default=str).encode("utf-8")).hexdigest()[:16]
-    path = default_cache_dir(root) / f"phrases-{re.sub(r'[^A-Za-z0-9_.-]', '_', agent.name)}.json"
-    known = _known_phrases.get((str(path), key))
-    if known is not None:
-        return known
-    try:
-        stored = json.loads(path.read_text(encoding="utf-8"))
-        if stored.get("key") == key and isinstance(stored.get("phrases"), list):
-            _known_phrases[(str(path), key)] = [str(p) for p in stored["phrases"]]
-            return _known_phrases[(str(path), key)]
-    except (OSError, ValueError, AttributeError):
-        pass
-    phrases = knowledge_phrases(agent, root)
-    _known_phrases[(str(path), key)] = phrases
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        temporary.write_text(json.dumps({"key": key, "phrases": phrases}, ensure_ascii=False), encoding="utf-8")
-        temporary.replace(path)
-    except OSError:  # a read-only program folder: read again next time
-        pass
-    return phrases
+    return kept_phrases(agent, root, lambda: knowledge_phrases(agent, root))
 
 
 def claims_options(branch: BranchNode) -> list[Option]:

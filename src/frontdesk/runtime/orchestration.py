@@ -157,10 +157,12 @@ def llm_route(router: RouterAgent, frame: Frame, ctx: TurnContext, candidates, r
 
     A router of many members lists a shortlist of them (runtime/shortlist.py); when the model names none
     of those, it is asked once more with the next members by score."""
-    listed, rest = shortlist(ctx, list(candidates), router.name, frame.data.decisions.get(LAST_MEMBER))
+    candidates = list(candidates)
+    listed, rest = shortlist(ctx, candidates, router.name, frame.data.decisions.get(LAST_MEMBER))
     chosen = _route_call(router, frame, ctx, listed, recheck)
     if chosen is None and rest:
-        wider, _ = shortlist(ctx, rest, router.name, size=WIDER)
+        next_best = {a.name for a in rest[:WIDER]}  # ranked already: the same scores, not computed again
+        wider = [a for a in candidates if a.name in next_best]
         ctx.log.emit("step", router.name, action="no listed member fits: asking with the next members",
                      listed=len(wider))
         chosen = _route_call(router, frame, ctx, wider, recheck)

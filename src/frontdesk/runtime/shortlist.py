@@ -53,13 +53,13 @@ def engaged(ctx: TurnContext, names: list[str], last: str | None = None) -> set[
     return (waiting | named | ({last} if last else set())) & set(names)
 
 
-def shortlist(ctx: TurnContext, agents: list[Any], about: str | None, last: str | None = None,
-              size: int = SHORTLIST, shown: set[str] = frozenset()) -> tuple[list[Any], list[Any]]:
-    """(the members a call lists, the others ranked by score). `agents` have a `.name`; `about` names
-    the agent asking (for the trace); `shown` are members an earlier call listed already (left out)."""
-    pool = [a for a in agents if a.name not in shown]
+def shortlist(ctx: TurnContext, agents: list[Any], about: str | None, last: str | None = None
+              ) -> tuple[list[Any], list[Any]]:
+    """(the members a call lists, in `agents`' order; the others, best first). `agents` have a `.name`;
+    `about` names the agent asking (for the trace)."""
+    pool = list(agents)
     message = ctx.input.text or ctx.last_user_message() or ""
-    if len(pool) <= size or not message.strip():
+    if len(pool) <= SHORTLIST or not message.strip():
         return pool, []
     names = [a.name for a in pool]
     key = (message, tuple(names))
@@ -69,7 +69,7 @@ def shortlist(ctx: TurnContext, agents: list[Any], about: str | None, last: str 
     scores = ctx.shortlists[key]
     order = {n: i for i, n in enumerate(names)}
     ranked = sorted(names, key=lambda n: (-scores.get(n, 0.0), order[n]))
-    kept = set(ranked[:size]) | engaged(ctx, names, last)
+    kept = set(ranked[:SHORTLIST]) | engaged(ctx, names, last)
     if fresh:
         ctx.log.emit("step", about, action="shortlisted the members a call lists", listed=len(kept),
                      of=len(names), best=ranked[:3])

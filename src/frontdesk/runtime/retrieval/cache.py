@@ -10,7 +10,7 @@ import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
@@ -76,9 +76,39 @@ def _local_fingerprint(source: KnowledgeSource, root: Path) -> list:
     return ["missing"]
 
 
-def source_fingerprint(source: KnowledgeSource, root: Path) -> list:
-    """What a local source's documents depend on (its files' paths and contents), for caches beside the index."""
-    return [source.kind, source.location, source.path, _local_fingerprint(source, Path(root))]
+PHRASE_CACHE_FORMAT = 1
+_kept_phrases: dict[tuple[str, str], list[str]] = {}  # (phrase file, its key) -> phrases, this process
+
+
+def kept_phrases(agent: KnowledgeAgent, root: Path, read: Callable[[], list[str]]) -> list[str]:
+    """`read()` (the headings and questions of the agent's local documents, runtime/options.py), kept in the
+    cache folder (`phrases-<agent>.json`) while those files stay the same: a new process does not read
+    every document again to route its first message (a 10,000-passage knowledge base takes seconds)."""
+    local = [source for source in agent.sources if source.kind != "url"]
+    if not local:
+        return []
+    fingerprint = [PHRASE_CACHE_FORMAT,
+                   [[s.kind, s.location, s.path, _local_fingerprint(s, Path(root))] for s in local]]
+    key = hashlib.sha256(json.dumps(fingerprint, default=str).encode("utf-8")).hexdigest()[:16]
+    path = default_cache_dir(root) / f"phrases-{_cache_folder_name(agent.name)}.json"
+    memo = (str(path), key)
+    if memo in _kept_phrases:
+        return _kept_phrases[memo]
+    try:
+        stored = json.loads(path.read_text(encoding="utf-8"))
+        if stored.get("key") == key and isinstance(stored.get("phrases"), list):
+            _kept_phrases[memo] = [str(p) for p in stored["phrases"]]
+            return _kept_phrases[memo]
+    except (OSError, ValueError, AttributeError):
+        pass
+    phrases = _kept_phrases[memo] = read()
+    payload = json.dumps({"key": key, "phrases": phrases}, ensure_ascii=False).encode("utf-8")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _write_atomically(path, lambda handle: handle.write(payload))
+    except OSError:  # a read-only program folder: read again next time
+        pass
+    return phrases
 
 
 def _cache_key(
