@@ -157,7 +157,8 @@ def test_a_plain_no_takes_the_case_that_says_no_without_a_call_when_the_embeddin
     program, diagnostics = load_program(tmp_path)
     assert program is not None, diagnostics
     understanding, _ = local_model
-    for reply in ("No thanks, that's all.", "No, that's it.", "Nope"):
+    for reply in ("No thanks, that's all.", "No, that's it.", "Nope", "No, only that book.",
+                  "OK, no thanks, that's the lot.", "No, just the one book."):
         llm = ScriptedProvider([{"purpose": "understand", "call": "understand", "with": {"choice": "1"}}])
         engine = Engine(program, llm, MemorySessionStore(), understanding=understanding)
         session = engine.start().session_id
@@ -171,6 +172,62 @@ def test_a_plain_no_takes_the_case_that_says_no_without_a_call_when_the_embeddin
     assert len(llm.calls) == 1
 
 
+def test_a_no_to_a_step_whose_cases_all_say_yes_takes_its_else_without_a_call(tmp_path, local_model):
+    import yaml
+
+    from frontdesk.llm.scripted import ScriptedProvider
+    from frontdesk.runtime.engine import Engine
+    from frontdesk.store.memory import MemorySessionStore
+
+    (tmp_path / "agents.yml").write_text(yaml.safe_dump({"main": {"type": "flow agent", "steps": [
+        {"bot": "Would you like to be issued a new card?"}, "user",
+        {"if": 'the user claims "Yes, send me a new card", "Yes please", "I need a replacement"',
+         "then": [{"bot": "A new card is on its way."}]},
+        {"else": [{"bot": "No new card then."}]}]}}, sort_keys=False), encoding="utf-8")
+    program, diagnostics = load_program(tmp_path)
+    assert program is not None, diagnostics
+    understanding, _ = local_model
+    for reply, calls in (("No thanks.", 0), ("No, I don't need a new card.", 0),
+                         ("No thanks. What's my balance?", 1)):
+        llm = ScriptedProvider([{"purpose": "understand", "call": "understand", "with": {"choice": "none"}}])
+        engine = Engine(program, llm, MemorySessionStore(), understanding=understanding)
+        session = engine.start().session_id
+        said = [e.data.get("text") for e in engine.send(session, reply).events if e.type == "bot_message"]
+        assert said == ["No new card then."] and len(llm.calls) == calls, reply
+
+
+def test_a_message_that_started_the_agent_and_names_no_case_is_not_asked_which_case_it_is():
+    from frontdesk.nlu.base import Option
+    from frontdesk.runtime.flow import _names_no_case
+
+    cards = [Option("1", ["My debit card", "The debit one"]), Option("2", ["My credit card", "The credit one"])]
+    assert _names_no_case("I need to block a card.", cards)
+    assert _names_no_case("Please block my card.", cards)
+    assert not _names_no_case("Block my debit card, please.", cards)  # it names one
+    assert not _names_no_case("Renew everything I've got out.", [Option("1", ["All of them"]),
+                                                                  Option("2", ["Only the ones due soon"])])
+    assert not _names_no_case("I need to block a card.", cards[:1])  # one case: nothing to tell apart
+
+
+def test_a_start_message_that_names_no_card_costs_no_choice_in_a_call(local_model, example_db):
+    from frontdesk.llm.scripted import ScriptedProvider
+    from frontdesk.runtime.engine import Engine
+    from frontdesk.store.memory import MemorySessionStore
+
+    program = banking()
+    understanding, _ = local_model
+    # (a request to act is routed without a call: the script has none)
+    llm = ScriptedProvider([{"purpose": "understand", "call": "understand", "with": {"args": {}}}])
+    engine = Engine(program, llm, MemorySessionStore(), understanding=understanding)
+    session = engine.start().session_id
+    said = [e.data.get("text") for e in engine.send(session, "I need to block a card.").events
+            if e.type == "bot_message"]
+    assert any("Select the card" in s for s in said)
+    for call in llm.calls:
+        for tool in call.tools:
+            assert "choice" not in tool.parameters.get("properties", {}), tool.parameters
+
+
 def test_a_case_decided_without_a_model_reads_volunteered_values_without_a_call_of_their_own(local_model,
                                                                                              example_db):
     from frontdesk.llm.scripted import ScriptedProvider
@@ -179,8 +236,7 @@ def test_a_case_decided_without_a_model_reads_volunteered_values_without_a_call_
 
     program = banking()
     understanding, _ = local_model
-    llm = ScriptedProvider([{"purpose": "route", "call": "route", "with": {"agent": "block_card"}},
-                            {"purpose": "understand", "call": "understand", "with": {"choice": "none"}}])
+    llm = ScriptedProvider([{"purpose": "understand", "call": "understand", "with": {"args": {}}}])
     engine = Engine(program, llm, MemorySessionStore(), understanding=understanding)
     session = engine.start().session_id
     engine.send(session, "I need to block a card.")
@@ -189,3 +245,24 @@ def test_a_case_decided_without_a_model_reads_volunteered_values_without_a_call_
     said = [e.data.get("text") for e in result.events if e.type == "bot_message"]
     assert any("reason for blocking your debit card" in s for s in said)
     assert len(llm.calls) == before  # before issue 29 a call read the other arguments from "My debit card."
+
+
+def test_a_request_to_act_between_a_knowledge_agent_and_one_that_acts_is_routed_without_a_call(local_model,
+                                                                                              example_db):
+    from frontdesk.llm.scripted import ScriptedProvider
+    from frontdesk.runtime.engine import Engine
+    from frontdesk.store.memory import MemorySessionStore
+
+    program = banking()
+    understanding, _ = local_model
+    # (the script has no routing call: one made fails the test)
+    for text, agent, script in (
+            ("I want to make a transfer.", "transfer_money", [{"purpose": "reason", "reply": "To whom?"}]),
+            ("Please block my card.", "block_card", [{"purpose": "understand", "call": "understand",
+                                                       "with": {"args": {}}}])):
+        llm = ScriptedProvider(script)
+        engine = Engine(program, llm, MemorySessionStore(), understanding=understanding)
+        session = engine.start().session_id
+        events = engine.send(session, text).events
+        assert not [c for c in llm.calls if any(t.name == "route" for t in c.tools)], text
+        assert any(e.type == "route_decided" and e.data.get("agent") == agent for e in events), text

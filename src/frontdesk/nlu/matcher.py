@@ -43,6 +43,7 @@ _AFFIRMATIVE = {"yes", "yeah", "yep", "yup", "yea", "yeh", "ya", "yah", "aye", "
 _NEGATIVE_START = {"no", "nope", "nah", "naw", "never", "nothing", "not", "negative"}
 _NEGATION = {"no", "not", "never", "nothing", "nope", "nah", "dont", "don't", "cant", "can't", "won't",
              "wont", "didn't", "didnt", "doesn't", "doesnt", "isn't", "isnt", "aren't", "wasn't"}
+_ACKNOWLEDGEMENT = {"ok", "okay", "alright", "right", "fine", "great", "cool"}
 _FILLER = {"actually", "well", "oh", "um", "umm", "uh", "hmm", "ah", "erm", "so", "and", "but", "then"}
 _AFFIRMATIVE_PHRASE = re.compile(r"^(that'?s|that is|it'?s|it is) (right|correct|fine|true|ok|okay)\b"
                                  r"|^of course\b|^go ahead\b|^please do\b")
@@ -58,6 +59,8 @@ def polarity(text: str) -> int:
         words = words[1:]
     if not words:
         return 0
+    if words[0] in _ACKNOWLEDGEMENT and len(words) > 1 and words[1] in _NEGATIVE_START:
+        return -1  # "OK, no thanks, that's the lot": the no is the answer, the OK only hears the question
     if words[0] in _NEGATIVE_START:
         return -1
     if words[0] in _AFFIRMATIVE or _AFFIRMATIVE_PHRASE.match(" ".join(words)):

@@ -30,6 +30,7 @@ from frontdesk.ir.walk import nodes_in, refs_in
 from frontdesk.llm.base import ChatMessage, LLMRequest, ToolSchema
 from frontdesk.nlu.base import Option
 from frontdesk.nlu.matcher import polarity
+from frontdesk.nlu.terms import bm25_tokenize
 from frontdesk.runtime import orchestration, prompts
 from frontdesk.runtime.context import ChildResult, Outcome, TurnContext
 from frontdesk.runtime.events import register_event_type
@@ -149,13 +150,40 @@ _PLAIN_ANSWER = re.compile(
 
 def _answers_by_polarity(message: str, options) -> str | None:
     """The one case whose examples say the message's yes or no (every example with a yes or no in it
-    saying the same); None when the message says neither, asks something, is long, or no single case fits."""
+    saying the same), or "none" when every case says the opposite ("No thanks." at "Would you like a new
+    card?" whose one case is "Yes, send me a new card"); None when the message says neither, asks
+    something, is long, or no single case fits."""
     said = polarity(message) or (-1 if _CLOSING.match(message.strip()) else 0)
     if not said or "?" in message or len(message.split()) > POLARITY_ANSWER_WORDS:
         return None
-    fitting = [o.key for o in options
-               if ({polarity(example) for example in o.examples} - {0}) == {said}]
+    signs = [{polarity(example) for example in o.examples} - {0} for o in options]
+    fitting = [o.key for o, sign in zip(options, signs) if sign == {said}]
+    if not fitting and signs and all(sign == {-said} for sign in signs):
+        return prompts.NONE_CHOICE
     return fitting[0] if len(fitting) == 1 else None
+
+
+# A no whose other words add nothing for a model to read: no question, no number, nothing asked beside it
+# ("No, only that book.", "No, I don't need a new card."; not "No, but block my other card too").
+_ADDS_SOMETHING = re.compile(r"\?|\d|\b(?:but|and|also|too|as well|instead|actually|rather|though|except|plus)\b",
+                             re.IGNORECASE)
+
+
+def _bare_no(message: str) -> bool:
+    return polarity(message) < 0 and len(message.split()) <= POLARITY_ANSWER_WORDS \
+        and not _ADDS_SOMETHING.search(message)
+
+
+def _names_no_case(message: str, options) -> bool:
+    """Whether the words a message shares with the cases' examples are only words every case has ("Please
+    block my card." between "My debit card" and "My credit card"): it names nothing that tells them
+    apart. A message with no word in common with any case may say one in other words: not this."""
+    cases = [o for o in options if not o.key.startswith("switch:")]
+    if len(cases) < 2:
+        return False
+    said, *examples = (set(terms) for terms in bm25_tokenize([message] + [" ".join(o.examples) for o in cases]))
+    shared = [said & words for words in examples]
+    return any(shared) and all(words <= set.intersection(*examples) for words in shared)
 
 
 class FlowExecutor:
@@ -1490,9 +1518,12 @@ class FlowExecutor:
                          node=branch.id, choice=decision.choice)
             decision = replace(decision, sure=False)
         if (not decision.sure or decision.choice is None) and not tentative \
-                and (not ctx.llm_classifies or _PLAIN_ANSWER.match(message)):
-            # (with an LLM, only a reply that is nothing but a yes or no, or a no said as a closing: the LLM
-            # would read nothing else in it; issue 29: such replies made 8 of 20 understand calls)
+                and (not ctx.llm_classifies or _PLAIN_ANSWER.match(message)
+                     or (_bare_no(message) and not (decision.best or "").startswith("switch:"))):
+            # (with an LLM, only a reply that is nothing but a yes or no, a no said as a closing, or a no whose
+            # other words ask nothing and are closest to a case of this step: the LLM would read nothing else
+            # in it; issue 29: such replies made 8 of 20 understand calls on intent shift, 12 of 30 on
+            # orchestration)
             answered = _answers_by_polarity(message, claims_options(branch))
             if answered is not None:
                 # with no LLM, a short plain yes or no ("No, that's all I want.") takes the one case whose
@@ -1511,6 +1542,13 @@ class FlowExecutor:
                          choice=decision.best, sure=False, best=decision.best, score=round(decision.score, 3),
                          margin=round(decision.margin, 3), reason="a question closest to another agent")
             return decision.best
+        if tentative and not decision.sure and ctx.llm_classifies and _names_no_case(message, options):
+            # "I need to block a card." started the agent and shares with "My debit card" and "My credit card"
+            # only the word they share: it cannot answer which, and no model call is needed to see it
+            ctx.log.emit("step", frame.agent, action="the message that started the agent names no case",
+                         node=branch.id, best=decision.best, score=round(decision.score, 3))
+            frame.data.decided_by[branch.id] = "its words (the message that started the agent names no case)"
+            return prompts.NONE_CHOICE
         if decision.sure or not ctx.llm_classifies or (tentative and (decision.best is None or ctx.input.used)):
             # A message that started the agent was a request for its task; it answers the question the
             # agent has not asked yet when the embedding model is sure of it, or, when it leans to a case

@@ -94,10 +94,10 @@ REQUEST_TO_ACT = re.compile(r"^\W*(?:(?:ok(?:ay)?|so|hi|hello|well),?\s+)?(?:i\s
                             r"|i'd\s+like|please\s+\w+|help\s+me)\b", re.IGNORECASE)
 
 
-def _task_over_knowledge(ctx: TurnContext, text: str, top: list[str]) -> str | None:
-    """With no LLM, of two likeliest agents that are a knowledge agent and one that acts: the one that acts for a
-    request to act (not a question), the knowledge agent for a general question (nothing of the user's in
-    it); None otherwise (the user is asked which)."""
+def _task_over_knowledge(ctx: TurnContext, text: str, top: list[str], questions: bool = True) -> str | None:
+    """Of two likeliest agents that are a knowledge agent and one that acts: the one that acts for a
+    request to act (not a question), and (`questions`, with no LLM) the knowledge agent for a general
+    question (nothing of the user's in it); None otherwise (the user, or the LLM, is asked which)."""
     if len(top) != 2:
         return None
     agents = [ctx.program.agents.get(n) for n in top]
@@ -107,7 +107,7 @@ def _task_over_knowledge(ctx: TurnContext, text: str, top: list[str]) -> str | N
         return None
     if "?" not in text and REQUEST_TO_ACT.match(text):
         return acting[0].name
-    if text.rstrip().endswith("?") and not re.search(r"\b(?:i|i'm|i'd|i've|me|my|mine)\b", text.lower()):
+    if questions and text.rstrip().endswith("?") and not re.search(r"\b(?:i|i'm|i'd|i've|me|my|mine)\b", text.lower()):
         # "What is an authorised payee?": a general question, about nothing of the user's, is the knowledge agent's
         return knowing[0].name
     return None
@@ -296,6 +296,19 @@ class RouterExecutor:
             # "How fast is expedited shipping, and could you point me to a decent whodunit?": a part of the
             # message reads as another agent's: the LLM routes it and names the second request (`also`)
             decision = replace(decision, sure=False)
+        if decision is not None and not decision.sure and ctx.llm_classifies and not asked \
+                and (ctx.orchestration.get("guarded") is True or not orchestration.guard_agents(router, ctx)):
+            # with an LLM too, a request to act ("I want to make a transfer.", "Please block my card.") between
+            # a knowledge agent and one that acts is for the agent that acts, as offline, when it asks for no
+            # second thing and no guardrail waits for the call (issue 29: 5 of 6 routing calls on intent shift)
+            ranked = sorted(decision.scores.items(), key=lambda kv: kv[1], reverse=True)
+            doer = _task_over_knowledge(ctx, ctx.input.text or "",
+                                        [name for name, score in ranked[:2] if score >= CLARIFY_FLOOR], questions=False)
+            if doer is not None and not self._clause_for_another(router, ctx, names, doer):
+                ctx.log.emit("route_decided", router.name, agent=doer,
+                             by="embedding (a request to act: the agent that acts)",
+                             score=round(decision.scores.get(doer, 0.0), 3))
+                return doer
         if decision is not None and decision.sure:
             ctx.log.emit("route_decided", router.name, agent=decision.choice, by="embedding",
                          score=round(decision.score, 3), margin=round(decision.margin, 3))
