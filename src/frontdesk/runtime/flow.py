@@ -163,27 +163,27 @@ def _answers_by_polarity(message: str, options) -> str | None:
     return fitting[0] if len(fitting) == 1 else None
 
 
-# A no whose other words add nothing for a model to read: no question, no number, nothing asked beside it
-# ("No, only that book.", "No, I don't need a new card."; not "No, but block my other card too").
-_ADDS_SOMETHING = re.compile(r"\?|\d|\b(?:but|and|also|too|as well|instead|actually|rather|though|except|plus)\b",
+# A no whose other words add nothing for a model to read: no number, nothing asked beside it ("No, only that
+# book.", "No, I don't need a new card."; not "No, but block my other card too"). (_answers_by_polarity,
+# which reads it, takes no question and no long reply.)
+_ADDS_SOMETHING = re.compile(r"\d|\b(?:but|and|also|too|as well|instead|actually|rather|though|except|plus)\b",
                              re.IGNORECASE)
 
 
 def _bare_no(message: str) -> bool:
-    return polarity(message) < 0 and len(message.split()) <= POLARITY_ANSWER_WORDS \
-        and not _ADDS_SOMETHING.search(message)
+    return polarity(message) < 0 and not _ADDS_SOMETHING.search(message)
 
 
-def _names_no_case(message: str, options) -> bool:
+def _names_no_case(message: str, cases) -> bool:
     """Whether the words a message shares with the cases' examples are only words every case has ("Please
     block my card." between "My debit card" and "My credit card"): it names nothing that tells them
     apart. A message with no word in common with any case may say one in other words: not this."""
-    cases = [o for o in options if not o.key.startswith("switch:")]
     if len(cases) < 2:
         return False
     said, *examples = (set(terms) for terms in bm25_tokenize([message] + [" ".join(o.examples) for o in cases]))
     shared = [said & words for words in examples]
-    return any(shared) and all(words <= set.intersection(*examples) for words in shared)
+    every_case = set.intersection(*examples)
+    return any(shared) and all(words <= every_case for words in shared)
 
 
 class FlowExecutor:
@@ -1495,7 +1495,8 @@ class FlowExecutor:
             switches = []
         if ctx.understanding is None:
             return None
-        options = claims_options(branch) + [
+        cases = claims_options(branch)
+        options = cases + [
             Option(f"switch:{o.key}", o.examples) for o in ctx.agent_options([a.name for a in switches])]
         decision = ctx.embed_decide(message, options, "claims", frame.agent)
         if decision is None:
@@ -1524,7 +1525,7 @@ class FlowExecutor:
             # other words ask nothing and are closest to a case of this step: the LLM would read nothing else
             # in it; issue 29: such replies made 8 of 20 understand calls on intent shift, 12 of 30 on
             # orchestration)
-            answered = _answers_by_polarity(message, claims_options(branch))
+            answered = _answers_by_polarity(message, cases)
             if answered is not None:
                 # with no LLM, a short plain yes or no ("No, that's all I want.") takes the one case whose
                 # examples say the same, however close its wording is to theirs
@@ -1542,7 +1543,7 @@ class FlowExecutor:
                          choice=decision.best, sure=False, best=decision.best, score=round(decision.score, 3),
                          margin=round(decision.margin, 3), reason="a question closest to another agent")
             return decision.best
-        if tentative and not decision.sure and ctx.llm_classifies and _names_no_case(message, options):
+        if tentative and not decision.sure and ctx.llm_classifies and _names_no_case(message, cases):
             # "I need to block a card." started the agent and shares with "My debit card" and "My credit card"
             # only the word they share: it cannot answer which, and no model call is needed to see it
             ctx.log.emit("step", frame.agent, action="the message that started the agent names no case",

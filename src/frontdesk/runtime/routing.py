@@ -94,6 +94,18 @@ REQUEST_TO_ACT = re.compile(r"^\W*(?:(?:ok(?:ay)?|so|hi|hello|well),?\s+)?(?:i\s
                             r"|i'd\s+like|please\s+\w+|help\s+me)\b", re.IGNORECASE)
 
 
+def _likeliest_two(scores: dict[str, float]) -> list[str]:
+    """The two members the embedding model scores highest, of those close enough to the message to ask about."""
+    ranked = sorted(scores.items(), key=lambda kv: kv[1], reverse=True)
+    return [name for name, score in ranked[:2] if score >= CLARIFY_FLOOR]
+
+
+def _to_the_doer(ctx: TurnContext, router: RouterAgent, doer: str, scores: dict[str, float]) -> str:
+    ctx.log.emit("route_decided", router.name, agent=doer, by="embedding (a request to act: the agent that acts)",
+                 score=round(scores.get(doer, 0.0), 3))
+    return doer
+
+
 def _task_over_knowledge(ctx: TurnContext, text: str, top: list[str], questions: bool = True) -> str | None:
     """Of two likeliest agents that are a knowledge agent and one that acts: the one that acts for a
     request to act (not a question), and (`questions`, with no LLM) the knowledge agent for a general
@@ -270,16 +282,11 @@ class RouterExecutor:
             return self._by_words(router, ctx, names)
         asked = frame.data.decisions.pop("clarify", None)
         if decision is not None and not decision.sure and not ctx.llm_classifies:
-            ranked = sorted(decision.scores.items(), key=lambda kv: kv[1], reverse=True)
-            doer = None if asked else _task_over_knowledge(
-                ctx, ctx.input.text or "", [name for name, score in ranked[:2] if score >= CLARIFY_FLOOR])
+            doer = None if asked else _task_over_knowledge(ctx, ctx.input.text or "", _likeliest_two(decision.scores))
             if doer is not None:
                 # "I need to block a card", close to the knowledge agent's card passages and to the card flow:
                 # a request to act is for the agent that acts, however the likeliest two are ordered
-                ctx.log.emit("route_decided", router.name, agent=doer,
-                             by="embedding (a request to act: the agent that acts)",
-                             score=round(decision.scores.get(doer, 0.0), 3))
-                return doer
+                return _to_the_doer(ctx, router, doer, decision.scores)
             if not asked and decision.choice is not None and decision.score >= LIKELY_SCORE \
                     and decision.margin >= LIKELY_MARGIN:
                 ctx.log.emit("route_decided", router.name, agent=decision.choice, by="embedding (likely, no LLM)",
@@ -301,14 +308,9 @@ class RouterExecutor:
             # with an LLM too, a request to act ("I want to make a transfer.", "Please block my card.") between
             # a knowledge agent and one that acts is for the agent that acts, as offline, when it asks for no
             # second thing and no guardrail waits for the call (issue 29: 5 of 6 routing calls on intent shift)
-            ranked = sorted(decision.scores.items(), key=lambda kv: kv[1], reverse=True)
-            doer = _task_over_knowledge(ctx, ctx.input.text or "",
-                                        [name for name, score in ranked[:2] if score >= CLARIFY_FLOOR], questions=False)
+            doer = _task_over_knowledge(ctx, ctx.input.text or "", _likeliest_two(decision.scores), questions=False)
             if doer is not None and not self._clause_for_another(router, ctx, names, doer):
-                ctx.log.emit("route_decided", router.name, agent=doer,
-                             by="embedding (a request to act: the agent that acts)",
-                             score=round(decision.scores.get(doer, 0.0), 3))
-                return doer
+                return _to_the_doer(ctx, router, doer, decision.scores)
         if decision is not None and decision.sure:
             ctx.log.emit("route_decided", router.name, agent=decision.choice, by="embedding",
                          score=round(decision.score, 3), margin=round(decision.margin, 3))
@@ -507,14 +509,11 @@ class RouterExecutor:
                 ctx.log.emit("route_decided", router.name, agent=pick, by="embedding, after a clarifying question",
                              score=round(decision.score, 3))
                 return pick
-        ranked = sorted(decision.scores.items(), key=lambda kv: kv[1], reverse=True)
-        top = [name for name, score in ranked[:2] if score >= CLARIFY_FLOOR]
+        top = _likeliest_two(decision.scores)
         # (with no question asked yet, _choose looked for the agent that acts already)
         doer = _task_over_knowledge(ctx, text, top) if asked else None
         if doer is not None:
-            ctx.log.emit("route_decided", router.name, agent=doer, by="embedding (a request to act: the agent that acts)",
-                         score=round(decision.scores.get(doer, 0.0), 3))
-            return doer
+            return _to_the_doer(ctx, router, doer, decision.scores)
         if len(top) < 2:
             ctx.log.emit("route_decided", router.name, agent=None, by="embedding (unsure, no LLM to ask)",
                          score=round(decision.score, 3))
