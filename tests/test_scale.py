@@ -24,13 +24,14 @@ SUBJECTS = ["gym membership", "mobile plan", "energy tariff", "car insurance", "
 NO_CASE = {"purpose": "understand", "call": "understand", "with": {"choice": "none"}}
 
 
-def big_desk(folder: Path, last: str = "track_parcel") -> Path:
-    """An ensemble of 25 members; `track_parcel` (the one the tests route to) is listed last."""
+def big_desk(folder: Path, last: str = "track_parcel", fillers: int = 24) -> Path:
+    """An ensemble of `fillers` + 1 members (25 by default); `track_parcel` (the one the tests route to) is
+    listed last."""
     agents: dict = {"main": {"type": "flow agent", "description": "Entry.", "steps": [{"call": "desk"}]}}
     members = []
-    for i in range(24):
+    for i in range(fillers):
         subject = SUBJECTS[i % len(SUBJECTS)]
-        action = "cancel" if i < len(SUBJECTS) else "renew"
+        action = ("cancel", "renew", "change", "close")[i // len(SUBJECTS)]
         name = f"{action}_{subject.replace(' ', '_')}"
         members.append(name)
         agents[name] = {"type": "flow agent", "description": f"I can {action} your {subject}.",
@@ -86,6 +87,18 @@ def test_none_from_the_shortlist_asks_once_more_with_the_next_members(tmp_path):
     first, second = listed_agents(llm.calls[0]), listed_agents(llm.calls[1])
     assert "track_parcel" not in first and "track_parcel" in second
     assert not set(first) & set(second)
+    assert "What is your parcel's tracking number?" in said(result)
+
+
+def test_the_second_call_offers_every_member_of_a_router_of_up_to_64(tmp_path):
+    # "Where on earth is my stuff?" has no word of any member's: the shortlist is the program's first 8,
+    # and the member it is for is the 41st (before, the second call listed the next 24 only)
+    engine, llm, session = engine_for(big_desk(tmp_path / "desk", fillers=40), [
+        {"purpose": "route", "call": "route", "with": {"agent": "none"}},
+        {"purpose": "route", "call": "route", "with": {"agent": "track_parcel"}}, NO_CASE])
+    result = engine.send(session, "Where on earth is my stuff?")
+    first, second = listed_agents(llm.calls[0]), listed_agents(llm.calls[1])
+    assert len(first) == SHORTLIST and len(first) + len(second) == 41
     assert "What is your parcel's tracking number?" in said(result)
 
 

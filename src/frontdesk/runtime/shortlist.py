@@ -28,7 +28,10 @@ if TYPE_CHECKING:
     from frontdesk.runtime.context import TurnContext
 
 SHORTLIST = 8  # members a call lists when the router has more
-WIDER = 24  # members the second routing call lists, after a "none" from the shortlist
+# members the second routing call lists, after a "none" from the shortlist: with the shortlist, every member
+# of a router of up to 64 is offered by then. (It was 24: a 40-member held-out bot lost "Great, that's
+# everything. Bye!", which has no word of any member's, for its 40th member: in neither call.)
+WIDER = 56
 
 
 def member_scores(ctx: TurnContext, message: str, names: list[str]) -> dict[str, float]:
