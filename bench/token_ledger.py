@@ -20,7 +20,7 @@ knowledge answer with evidence, carrying the question and the answer's sentence.
 built-in tool, no routing or understanding, nothing of Frontdesk's: a bound no runtime reaches.
 
 Run: .venv/bin/python bench/token_ledger.py [intent_shift|orchestration] [--mode hybrid|llm]
-     [--strategy adaptive] [--dir DIR] [--json FILE]
+     [--strategy adaptive] [--dir DIR] [--json FILE] [--dump FILE]
 """
 
 from __future__ import annotations
@@ -151,6 +151,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--strategy", default="adaptive")
     parser.add_argument("--dir", default="")
     parser.add_argument("--json", default="")
+    parser.add_argument("--dump", default="", help="write every call's body (one JSON object a line) to this file")
     options = parser.parse_args(argv)
     counter = TokenCounter()
     ledger = Ledger(counter)
@@ -161,13 +162,20 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         original_init(self, program, *args, **kwargs)
         self.ledger_program = program
 
+    dump = open(options.dump, "w", encoding="utf-8") if options.dump else None
+
     def complete(self, body):
         answer, record = original_complete(self, body)
         ledger.call(body, record.kind, record.prompt_tokens)
+        if dump is not None:
+            dump.write(json.dumps({"kind": record.kind, "tokens": record.prompt_tokens, "body": body,
+                                   "answer": answer}, default=str) + "\n")
         return answer, record
 
     def begin_turn(self, oracle):
         original_begin(self, oracle)
+        if dump is not None:
+            dump.write(json.dumps({"turn": oracle.user, "agents": oracle.agents, "blocked": oracle.blocked}) + "\n")
         ledger.floor_of(oracle, self.ledger_program)
 
     ideal_model.IdealModel.__init__ = init
@@ -183,6 +191,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             with tempfile.TemporaryDirectory() as scratch:
                 orchestration.main(["--strategy", options.strategy, "--chart", str(Path(scratch) / "chart.png")])
     finally:
+        if dump is not None:
+            dump.close()
         ideal_model.IdealModel.__init__ = original_init
         ideal_model.IdealModel.complete, ideal_model.IdealModel.begin_turn = original_complete, original_begin
     report = ledger.report()

@@ -259,7 +259,9 @@ def test_parallel_mode_makes_the_classifier_and_the_routing_call_at_the_same_tim
     result, took = _send(program, _provider(chat_server), "I want my money back")
     assert [m.text for m in result.messages] == ["Returns desk here."]  # the classifier was sure: it decides
     assert len(chat_server.requests) == 2
-    assert took < 0.9, f"the two calls of 0.5 s took {took:.2f} s: they did not overlap"
+    # the second call reached the server while the first was still being answered (not a timing: a busy
+    # machine stretches both calls, not their order)
+    assert chat_server.most_at_once == 2, f"the two calls did not overlap (took {took:.2f} s)"
     by_tool = {r["body"]["tool_choice"]["function"]["name"]: r["body"] for r in chat_server.requests}
     assert by_tool["classify_intent"]["model"] == "tiny-classifier"  # the pipeline's model for the classifier
     assert by_tool["route"]["model"] == "main-model"  # the configured model for the main call
@@ -274,9 +276,10 @@ def test_parallel_mode_uses_the_routing_answer_when_the_classifier_is_unsure(tmp
     program = _router_program(tmp_path, "mode: parallel\n")
     chat_server.stall_seconds = 0.5
     chat_server.behaviour = _answers("Returns_Desk", 0.4, "Order_Tracking")
-    result, took = _send(program, _provider(chat_server), "hmm, about my thing")
+    result, _ = _send(program, _provider(chat_server), "hmm, about my thing")
     assert [m.text for m in result.messages] == ["Tracking desk here."]
-    assert len(chat_server.requests) == 2 and took < 0.9  # no third call after the unsure classifier
+    assert len(chat_server.requests) == 2 and chat_server.most_at_once == 2  # no third call after the unsure
+    # classifier, and the two were made at the same time
     assert {r["body"]["model"] for r in chat_server.requests} == {"main-model"}  # no model named: the chat model
 
 

@@ -34,6 +34,9 @@ class FakeChatServer:
         self.behaviour: Behaviour = lambda body, attempt: (200, completion(content="ok"), {})
         self.stall = threading.Event()  # set at teardown so stalled handlers finish at once
         self.stall_seconds = 0.0
+        self.in_flight = 0  # requests being answered now, and the most at one time
+        self.most_at_once = 0
+        self._count = threading.Lock()
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -41,8 +44,13 @@ class FakeChatServer:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
                 fake.requests.append({"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()}, "body": body})
+                with fake._count:
+                    fake.in_flight += 1
+                    fake.most_at_once = max(fake.most_at_once, fake.in_flight)
                 if fake.stall_seconds:
                     fake.stall.wait(fake.stall_seconds)
+                with fake._count:
+                    fake.in_flight -= 1
                 status, payload, headers = fake.behaviour(body, len(fake.requests))
                 data = payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
                 self.send_response(status)

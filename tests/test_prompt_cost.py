@@ -266,3 +266,121 @@ def test_a_request_to_act_between_a_knowledge_agent_and_one_that_acts_is_routed_
         events = engine.send(session, text).events
         assert not [c for c in llm.calls if any(t.name == "route" for t in c.tools)], text
         assert any(e.type == "route_decided" and e.data.get("agent") == agent for e in events), text
+
+
+def test_a_value_recorded_in_an_earlier_turn_is_shown_once_not_also_as_its_set_args_call():
+    from frontdesk.runtime.reasoning import settled
+
+    messages = [
+        {"role": "user", "content": "Send money to Olivia Grant."},
+        {"role": "assistant", "tool_calls": [{"id": "c1", "name": "set_args", "arguments": {"payee_name": "Olivia"}},
+                                             {"id": "c2", "name": "action_ask_account_from", "arguments": {}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "recorded payee_name"},
+        {"role": "tool", "tool_call_id": "c2", "content": "status: success\nmessage: Accounts: A; B"},
+        {"role": "assistant", "content": "Which account?"},
+        {"role": "user", "content": "The first one, 5000 pounds."},
+        {"role": "assistant", "tool_calls": [{"id": "c3", "name": "set_args", "arguments": {"amount": 5000}}]},
+        {"role": "tool", "tool_call_id": "c3", "content": "recorded nothing; not recorded, the user did not say it "
+                                                         "(ask them): account_from"},
+        {"role": "assistant", "content": "Which account was it?"},
+        {"role": "user", "content": "Current."},
+        {"role": "assistant", "tool_calls": [{"id": "c4", "name": "set_args", "arguments": {"account_from": "1"}}]},
+        {"role": "tool", "tool_call_id": "c4", "content": "recorded account_from"},
+    ]
+    kept = settled(messages)
+    ids = [c["id"] for m in kept for c in m.get("tool_calls") or []]
+    # the plain record of an earlier turn goes (the system lines list the value); a refusal stays, and so
+    # does what the model did in this turn
+    assert ids == ["c2", "c3", "c4"]
+    assert [m.get("tool_call_id") for m in kept if m["role"] == "tool"] == ["c2", "c3", "c4"]
+    assert settled(messages[:1]) == messages[:1]
+
+
+def test_a_long_value_a_tool_result_holds_word_for_word_is_not_listed_again():
+    from frontdesk.llm.base import ChatMessage, ToolCall
+
+    program, _ = load_program(EXAMPLES / "bookstore")
+    agent = program.agents["book_recommendation"]
+    listing = "Crown of Ash and Ivy by Selene Marsh ($19.99); Emberwild by Tamsin Reyes ($14.99)"
+    messages = [ChatMessage(role="user", content="Any fantasy?"),
+                ChatMessage(role="assistant", tool_calls=[ToolCall(id="c1", name="find_bestsellers",
+                                                                   arguments={"genre": "fantasy"})]),
+                ChatMessage(role="tool", tool_call_id="c1", content=f"status: success\nmessage: {listing}")]
+    values = {"genre": "fantasy", "book_name": None, "book_info": listing, "book_wanted": None}
+    request = prompts.reasoning_request(agent, values, messages, program.tools)
+    system = request.messages[0].content
+    assert listing not in system and "book_info: (as in the find_bestsellers result above)" in system
+    assert 'genre: "fantasy"' in system  # a short value is shown as it is
+    assert "- not known yet: book_name, book_wanted" in system  # the unset ones, on one line
+    # without the result in the transcript (compacted away), the value is shown
+    alone = prompts.reasoning_request(agent, values, messages[:1], program.tools).messages[0].content
+    assert listing in alone
+
+
+def test_a_knowledge_question_is_read_with_the_earlier_messages_only_when_it_points_back_at_them():
+    from frontdesk.runtime.answering import points_back
+
+    for standalone in ("Do you deliver to Alaska?", "Is there a discount for teachers?",
+                       "How quickly do refunds reach my card after a return?"):
+        assert not points_back(standalone), standalone
+    for follow_up in ("And on Sundays?", "Could I still return it after 45 days?", "Can I park there?",
+                      "What about the Riverside shop?", "How much?"):
+        assert points_back(follow_up), follow_up
+
+
+def test_a_standalone_knowledge_question_is_sent_without_the_conversation_before_it():
+    from frontdesk.llm import ScriptedProvider
+    from frontdesk.testing import run_conversation
+
+    program, _ = load_program(EXAMPLES / "bookstore")
+    llm = ScriptedProvider([
+        {"purpose": "route", "call": "route", "with": {"agent": "store_policy_kb"}},
+        {"purpose": "kb_answer", "reply": "Standard shipping takes 4 to 7 business days."},
+        {"purpose": "route", "call": "route", "with": {"agent": "store_policy_kb"}},
+        {"purpose": "kb_answer", "reply": "Yes, expedited shipping is available too."},
+    ])
+    run_conversation(program, ["How long does standard shipping take?", "Is it faster with expedited?"], llm)
+    llm.assert_finished()
+    answers = [c for c in llm.calls if c.purpose == "kb_answer"]
+    first = [m.content for m in answers[0].messages if m.role != "system"]
+    second = [m.content for m in answers[1].messages if m.role != "system"]
+    assert first == ["How long does standard shipping take?"]  # the greeting before it is not sent
+    assert "Standard shipping takes 4 to 7 business days." in second  # "it" is read with what came before
+
+
+def test_an_agent_that_acted_on_the_message_is_not_offered_to_give_it_back():
+    from frontdesk.llm.base import ChatMessage, ToolCall
+
+    program, _ = load_program(EXAMPLES / "bookstore")
+    agent = program.agents["book_recommendation"]
+    values = {"genre": None, "book_name": None, "book_info": None, "book_wanted": None}
+    asked = [ChatMessage(role="assistant", content="Hi!"), ChatMessage(role="user", content="Any fantasy?")]
+    first = prompts.reasoning_request(agent, values, asked, program.tools, others=["order"])
+    assert prompts.HAND_BACK_TOOL in [t.name for t in first.tools]
+    assert "call hand_back" in first.messages[0].content
+    acted = [*asked, ChatMessage(role="assistant", tool_calls=[ToolCall(id="c1", name="find_bestsellers",
+                                                                         arguments={"genre": "fantasy"})]),
+             ChatMessage(role="tool", tool_call_id="c1", content="Best sellers in fantasy: Emberwild")]
+    later = prompts.reasoning_request(agent, values, acted, program.tools, others=["order"])
+    names = [t.name for t in later.tools]
+    assert prompts.HAND_BACK_TOOL not in names and prompts.FINISH_TOOL in names
+    assert "hand_back" not in later.messages[0].content
+    # recording a value is not acting on the message: it may still be given back
+    recorded = [*asked, ChatMessage(role="assistant", tool_calls=[ToolCall(id="c1", name="set_args",
+                                                                           arguments={"genre": "fantasy"})]),
+                ChatMessage(role="tool", tool_call_id="c1", content="recorded genre")]
+    again = prompts.reasoning_request(agent, values, recorded, program.tools, others=["order"])
+    assert prompts.HAND_BACK_TOOL in [t.name for t in again.tools]
+    # a new user message is a new message to take or give back
+    next_turn = [*acted, ChatMessage(role="assistant", content="Emberwild is great."),
+                 ChatMessage(role="user", content="What are your opening hours?")]
+    assert prompts.HAND_BACK_TOOL in [t.name for t in prompts.reasoning_request(
+        agent, values, next_turn, program.tools, others=["order"]).tools]
+
+
+def test_a_tool_result_that_succeeded_is_its_message_and_a_failure_says_so():
+    from frontdesk.runtime.tools.result import ToolResult
+
+    assert ToolResult(status="success", message="Found 3 books.").for_model() == "Found 3 books."
+    assert ToolResult(status="error", message="No such genre.").for_model() == "status: error\nmessage: No such genre."
+    assert ToolResult(status="success", args={"ok": True}).for_model() == "status: success\nvalues: ok=True"

@@ -270,7 +270,7 @@ def _listing(cond: str, header: Fixed, path: str, idx: str, lines: list[str], co
                  parts=[header, Each(idx.strip("[]"), cond, [], [[Value(path, line, idx)] for line in lines])])
 
 
-def _abl_system(agent: ReasoningAgent, about: AgentContext, summary: str) -> Message:
+def _abl_system(agent: ReasoningAgent, about: AgentContext, summary: str, taken: bool = False) -> Message:
     goal = f"Goal: {about.goal}" if about.goal else ""
     needed_text = (f"Still needed (ask for them naturally, several in one question is fine; whenever the user "
                    f"gives values, record all of them in one {SET_ARGS_TOOL} call):")
@@ -294,9 +294,46 @@ def _abl_system(agent: ReasoningAgent, about: AgentContext, summary: str) -> Mes
         _listing("sys.session_memory", Fixed("MEMORY_HEADER", "Memory you may read:"), "sys.memory_value", "[v]",
                  [f"- {n}: {_shown(v)}" for n, v in about.memory], "MEMORY session variables and persistent paths"),
         _summary_part(summary),
-        Fixed("ABL_REASONING_RULES", f"When the goal is reached, call {COMPLETE_TOOL}. If the user wants something "
-                                     f"outside your task, call {HAND_BACK_TOOL}. Otherwise reply to the user."),
+        Fixed("ABL_REASONING_RULES", f"When the goal is reached, call {COMPLETE_TOOL}."),
+        _hand_back_rule(f"If the user wants something outside your task, call {HAND_BACK_TOOL}.", taken),
+        Fixed("REPLY_RULE", "Otherwise reply to the user."),
     ])
+
+
+def _hand_back_rule(text: str, taken: bool) -> Maybe:
+    """When to give the message back; not said once the agent has acted on the message in this turn (it
+    called one of its tools for it: the message is its), when hand_back is not offered either."""
+    rule = Fixed("HAND_BACK_RULE", text)
+    return Maybe("not sys.message_taken", [rule], present=not taken, parts=[rule])
+
+
+def message_taken(messages: list[ChatMessage]) -> bool:
+    """Whether the agent has acted on the user's latest message: since it, it called a tool of its own (not
+    one of the built-in ones that record, end or give back). The message is then its own: `hand_back` is
+    not offered (issue 29: about 60 tokens on each later step of the turn; `finish` still names who takes
+    what the message asks beyond the task)."""
+    last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=None)
+    if last_user is None:
+        return False
+    builtin = {SET_ARGS_TOOL, FINISH_TOOL, COMPLETE_TOOL, HAND_BACK_TOOL}
+    return any(c.name not in builtin for m in messages[last_user + 1:] for c in m.tool_calls)
+
+
+QUOTED_MIN_CHARS = 40  # a value this long that a tool result holds word for word is not shown twice
+
+
+def _tool_results(messages: list[ChatMessage]) -> list[tuple[str, str]]:
+    """(tool name, result text) of each tool result in the transcript."""
+    names = {c.id: c.name for m in messages for c in m.tool_calls if c.id}
+    return [(names.get(m.tool_call_id or "", "tool"), m.content or "") for m in messages
+            if m.role == "tool" and m.content]
+
+
+def _quoted_from(value: Any, results: list[tuple[str, str]]) -> str | None:
+    """The tool whose result in the transcript holds `value` (a long text) word for word, if any."""
+    if not isinstance(value, str) or len(value) < QUOTED_MIN_CHARS:
+        return None
+    return next((name for name, text in reversed(results) if value in text), None)
 
 
 def reasoning_plan(agent: ReasoningAgent, values: dict[str, Any], messages: list[ChatMessage],
@@ -304,25 +341,37 @@ def reasoning_plan(agent: ReasoningAgent, values: dict[str, Any], messages: list
     """One step of the tool-calling loop. `about` (ABL agents) gives the system prompt its sections;
     without it (ADL agents) the agent's prompt and its arguments make it. `summary` stands for older
     messages that were compacted out of the transcript."""
+    results = _tool_results(messages)
+    taken = message_taken(messages)
+    unknown = [k for k, v in values.items() if v is None]  # one line for them all: "- not known yet: a, b"
+    args_header = f"Arguments you keep track of (record a value as soon as you learn it by calling {SET_ARGS_TOOL}):"
+
     def arg_line(k, v):
         shown = json.dumps(v, default=str) if v is not None else "(unknown)"
+        source = _quoted_from(v, results)
+        if source is not None:  # a tool's result holds it word for word: the model reads it there
+            shown = f"(as in the {source} result above)"
         return Value("sys.arg_value", f"- {k}: {shown}", "[arg]")
 
     if about is not None:
-        system = _abl_system(agent, about, summary)
+        system = _abl_system(agent, about, summary, taken)
     else:
         system = Message("system", [
             Value("sys.agent.prompt", agent.instructions.strip(), comment="the agent's prompt"),
-            Maybe("sys.agent.args", [Fixed("ARGS_HEADER", "Arguments you keep track of (record a value as soon as "
-                                                           f"you learn it by calling {SET_ARGS_TOOL}):"),
-                                     Each("arg", "sys.agent.args", [Value("sys.arg_value", "", "[arg]")])],
+            Maybe("sys.agent.args", [Fixed("ARGS_HEADER", args_header),
+                                     Each("arg", "sys.agent.args", [Value("sys.arg_value", "", "[arg]")]),
+                                     Maybe("sys.unknown_args", [Value("sys.unknown_args", "",
+                                                                      comment="the arguments without a value")])],
                   present=bool(values),
-                  parts=[Fixed("ARGS_HEADER", "Arguments you keep track of (record a value as soon as you learn it "
-                                              f"by calling {SET_ARGS_TOOL}):"),
-                         Each("arg", "sys.agent.args", [], [[arg_line(k, v)] for k, v in values.items()])]),
+                  parts=[Fixed("ARGS_HEADER", args_header),
+                         Each("arg", "sys.agent.args", [], [[arg_line(k, v)] for k, v in values.items()
+                                                            if v is not None]),
+                         Maybe("sys.unknown_args", [], present=bool(unknown),
+                               parts=[Value("sys.unknown_args", f"- not known yet: {', '.join(unknown)}")])]),
             _summary_part(summary),
-            Fixed("REASONING_RULES", f"Task complete: call {FINISH_TOOL}. The user wants something outside your task: "
-                                     f"call {HAND_BACK_TOOL}. Otherwise reply to the user."),
+            Fixed("REASONING_RULES", f"Task complete: call {FINISH_TOOL}."),
+            _hand_back_rule(f"The user wants something outside your task: call {HAND_BACK_TOOL}.", taken),
+            Fixed("REPLY_RULE", "Otherwise reply to the user."),
         ])
     shape = [
         Message("user", [Value("env.user_message", "", "[m]")]),
@@ -451,7 +500,7 @@ def _returns_text(returns: dict[str, Any]) -> str:
 
 
 def reasoning_tools(agent: ReasoningAgent, tools: dict[str, ToolDef], others: list[str] = (),
-                    about: AgentContext | None = None) -> list[ToolSchema]:
+                    about: AgentContext | None = None, taken: bool = False) -> list[ToolSchema]:
     """The agent's tools and the built-in ones. `others` are the agents beside it under its router:
     `finish` and `hand_back` then name the one the user's message (or what is left of it) is for,
     so the router hands it on without a routing call of its own. `about` (ABL agents): the system
@@ -524,6 +573,8 @@ def reasoning_tools(agent: ReasoningAgent, tools: dict[str, ToolDef], others: li
         finish_about = f"End your task. {REST_FIELD}: what the user's last message asks beyond it (\"\" if nothing)."
     out.append(ToolSchema(name=COMPLETE_TOOL if about is not None else FINISH_TOOL, description=finish_about,
                           parameters={"type": "object", "properties": finish}))
+    if taken:  # the agent acted on the message already (message_taken): it is not given back
+        return out
     out.append(ToolSchema(
         name=HAND_BACK_TOOL,
         description="The user wants something outside your task" + (
@@ -538,7 +589,7 @@ def reasoning_request(agent: ReasoningAgent, values: dict[str, Any], messages: l
                       tools: dict[str, ToolDef], talk_only: bool = False, others: list[str] = (),
                       about: AgentContext | None = None, summary: str = "") -> LLMRequest:
     """One step of an LLM agent; `talk_only` (no user message yet) offers it no tools at all."""
-    offered = [] if talk_only else reasoning_tools(agent, tools, others, about)
+    offered = [] if talk_only else reasoning_tools(agent, tools, others, about, message_taken(messages))
     return _request("reason", reasoning_plan(agent, values, messages, about, summary), tools=offered)
 
 

@@ -44,8 +44,8 @@ NO_MODEL = "no language model is configured for me"  # why an agent with no mode
 SMALL_MODEL = "the model I run with ({name}) is too small to work this out"  # ... with one that cannot reason
 CANNOT_FINISH = "I can't finish this here: {why}."
 UNMET_COMPLETE = ("error: your task is not done yet: none of its completion conditions holds ({conditions}). "
-                  "Keep working toward your goal with your tools, reply to the user, or call hand_back if the "
-                  "message is not for you")
+                  "Keep working toward your goal with your tools or reply to the user")
+MAY_HAND_BACK = ", or call hand_back if the message is not for you"  # unless it acted on it (message_taken)
 DEFAULT_CONTEXT_TOKENS = 32000  # the token budget of one reasoning request, unless EXECUTION / config say
 NO_SUCH_TOOL = "error: there is no tool named"  # what a call of a tool the agent does not have gets back
 MISSED_FINISH = "not done: a call of this answer named no tool, so what it was to do is not done; do it, then finish"
@@ -62,6 +62,40 @@ def recent(messages: list[dict], limit: int) -> list[dict]:
     tail = messages[-limit:]
     start = next((i for i, m in enumerate(tail) if m.get("role") == "user"), len(tail))
     return tail[start:] or messages[-1:]
+
+
+def settled(messages: list[dict]) -> list[dict]:
+    """The transcript without what the system lines say already: before the latest user message, a
+    `set_args` call that recorded its values with nothing refused or ignored, and its result, are left
+    out (the values are listed under the agent's arguments; issue 29: about 30 tokens a turn on the
+    intent-shift benchmark). The current turn's calls stay, so the model sees what it just did."""
+    last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
+    if last_user <= 0:
+        return messages
+    dropped: set[str] = set()
+    results = {m.get("tool_call_id"): str(m.get("content") or "") for m in messages[:last_user]
+               if m.get("role") == "tool"}
+    for m in messages[:last_user]:
+        for call in m.get("tool_calls") or []:
+            name = call.get("name")
+            answer = results.get(call.get("id"))
+            if name == prompts.SET_ARGS_TOOL and answer is not None and answer.startswith("recorded ") \
+                    and not any(p.startswith(("not recorded", "unknown arguments")) for p in answer.split("; ")[1:]):
+                dropped.add(call.get("id"))
+    if not dropped:
+        return messages
+    out = []
+    for i, m in enumerate(messages):
+        if i < last_user and m.get("role") == "tool" and m.get("tool_call_id") in dropped:
+            continue
+        if i < last_user and m.get("tool_calls"):
+            calls = [c for c in m["tool_calls"] if c.get("id") not in dropped]
+            if not calls and not m.get("content"):
+                continue
+            if len(calls) != len(m["tool_calls"]):
+                m = {**m, "tool_calls": calls}
+        out.append(m)
+    return out
 
 
 class ReasoningExecutor:
@@ -416,7 +450,7 @@ class ReasoningExecutor:
 
         def build():
             sent = data.messages[data.compacted:]
-            window = recent(sent, TRANSCRIPT_LIMIT)
+            window = settled(recent(sent, TRANSCRIPT_LIMIT))
             messages = [ChatMessage.model_validate(m) for m in window]
             built = prompts.reasoning_request(agent, ctx.values(agent.name), messages, ctx.program.tools,
                                               talk_only=unasked, others=others, about=about, summary=data.summary)
@@ -519,8 +553,10 @@ class ReasoningExecutor:
                 conditions = "; ".join(completion_conditions(agent))
                 ctx.log.emit("step", agent.name, action="complete refused: no COMPLETE condition holds",
                              conditions=conditions)
+                taken = prompts.message_taken([ChatMessage.model_validate(m) for m in data.messages])
                 data.messages.append({"role": "tool", "tool_call_id": call.id, "name": call.name,
-                                      "content": UNMET_COMPLETE.format(conditions=conditions)})
+                                      "content": UNMET_COMPLETE.format(conditions=conditions)
+                                      + ("" if taken else MAY_HAND_BACK)})
                 continue
             if call.name == prompts.FAN_OUT_TOOL and call.name not in agent.tools and not unasked:
                 started = self._fan_out(call, agent, frame, ctx)

@@ -79,12 +79,14 @@ class ToolResult:
         return self.status == "success" and self.failure is None
 
     def for_model(self, call_args: dict[str, Any] | None = None) -> str:
-        """The tool's result as text for an LLM's tool message. A returned value the model already
-        has (the argument it passed, or text the message holds word for word) is not repeated: the
-        result stays in the agent's transcript and is resent with every later call."""
-        parts = [f"status: {self.status}"]
-        if self.message:
-            parts.append(f"message: {self.message}")
+        """The tool's result as text for an LLM's tool message: a success is its message (then the values
+        and words it adds); a failure, or a success with no message, starts with its status. A returned
+        value the model already has (the argument it passed, or text the message holds word for word) is
+        not repeated: the result stays in the agent's transcript and is resent with every later call."""
+        if self.status == "success" and self.message:
+            parts = [self.message]  # a success says what its message says ("status: success" only when silent)
+        else:
+            parts = [f"status: {self.status}"] + ([f"message: {self.message}"] if self.message else [])
         given = call_args or {}
         new = {k: v for k, v in self.args.items()
                if not (k in given and str(given[k]) == str(v))
