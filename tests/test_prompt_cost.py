@@ -384,3 +384,20 @@ def test_a_tool_result_that_succeeded_is_its_message_and_a_failure_says_so():
     assert ToolResult(status="success", message="Found 3 books.").for_model() == "Found 3 books."
     assert ToolResult(status="error", message="No such genre.").for_model() == "status: error\nmessage: No such genre."
     assert ToolResult(status="success", args={"ok": True}).for_model() == "status: success\nvalues: ok=True"
+
+
+def test_a_guardrail_s_block_merged_into_a_call_is_not_doubted_by_the_embedding_model():
+    # the embedding model scores the step's cases and the other agents, never "blocked": its preference for
+    # a case says nothing against a block, so the block is not asked for a second time
+    from types import SimpleNamespace
+
+    from frontdesk.nlu.base import Decision
+    from frontdesk.runtime.context import TurnContext
+    from frontdesk.runtime.events import EventLog
+
+    decision = Decision(choice=None, score=0.38, margin=0.16, sure=False,
+                        scores={"switch:policies": 0.38, "1": 0.01}, best="switch:policies")
+    ctx = SimpleNamespace(embedded={("claims", "order"): decision}, log=EventLog(0, 1))
+    assert TurnContext.embedding_doubts(ctx, "claims", "order", "blocked") is None
+    assert TurnContext.embedding_doubts(ctx, "claims", "order", "none") is None
+    assert TurnContext.embedding_doubts(ctx, "claims", "order", "1") == "switch:policies"  # a case is doubted

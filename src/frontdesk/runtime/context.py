@@ -20,7 +20,7 @@ from frontdesk.runtime.events import EventLog
 from frontdesk.runtime.handoff import with_handoff_phrases
 from frontdesk.runtime.options import route_options
 from frontdesk.runtime.pipeline import BotMessage, PendingToolCall, Pipeline
-from frontdesk.runtime.prompts import with_note
+from frontdesk.runtime.prompts import BLOCKED_CHOICE, with_note
 from frontdesk.runtime.rules import after_error, render_named
 from frontdesk.runtime.usertext import keepable
 from frontdesk.runtime.state import (
@@ -326,8 +326,11 @@ class TurnContext:
         "route" or "claims"), or None: the embedding's best scores at least DOUBT_FLOOR and `choice` at least
         DOUBT_GAP less. A local check, no call: the caller may ask the LLM once more."""
         decision = self.embedded.get((task, agent))
-        if decision is None or choice in (None, "none") or decision.best is None or choice == decision.best:
-            return None  # ("none": the embedding model has no score for no case at all)
+        if decision is None or choice in (None, "none", BLOCKED_CHOICE) or decision.best is None \
+                or choice == decision.best:
+            # ("none": the embedding model has no score for no case at all; "blocked", a guardrail's verdict
+            # merged into the call, is not one of the options it scores either)
+            return None
         best = decision.scores.get(decision.best, 0.0)
         gap = best - decision.scores.get(choice, 0.0)
         self.log.emit("step", agent, action="embedding check of the LLM's choice", choice=choice,
