@@ -19,6 +19,10 @@ agent, carrying the agent's prompt, the schemas of its tools and the user's mess
 knowledge answer with evidence, carrying the question and the answer's sentence. No transcript, no
 built-in tool, no routing or understanding, nothing of Frontdesk's: a bound no runtime reaches.
 
+**The working floor** adds what any system must send to do the same work: a knowledge answer carries
+the whole passage that holds its evidence (not only the sentence), and a message the guardrail blocks
+costs one call with the guardrail's prompt and the message (not nothing).
+
 Run: .venv/bin/python bench/token_ledger.py [intent_shift|orchestration] [--mode hybrid|llm]
      [--strategy adaptive] [--dir DIR] [--json FILE] [--dump FILE]
 """
@@ -53,6 +57,9 @@ class Ledger:
         self.programs: set[int] = set()
         self.floor_calls = 0
         self.floor_tokens = 0
+        self.working_calls = 0  # the floor plus what any system must send to do the same work (see working_of)
+        self.working_tokens = 0
+        self.passages: dict[int, list[str]] = {}  # program -> the text of every knowledge passage
         self.turns = 0
 
     def call(self, body: dict[str, Any], kind: str, total: int) -> None:
@@ -93,6 +100,7 @@ class Ledger:
             self.programs.add(id(program))
             self.prompt_lines |= {line.strip() for a in program.agents.values()
                                  for line in (getattr(a, "instructions", "") or "").splitlines() if line.strip()}
+        before = (self.floor_calls, self.floor_tokens)
         for agent_name, steps in oracle.model.items():
             agent = program.agents.get(agent_name)
             prompt = getattr(agent, "instructions", "") or ""
@@ -108,6 +116,41 @@ class Ledger:
             self.floor_tokens += self.counter.prompt([{"role": "user", "content": oracle.user},
                                                       {"role": "system", "content": oracle.answer or oracle.evidence}],
                                                      [])
+        self.working_of(oracle, program, before)
+
+    def working_of(self, oracle: TurnOracle, program, before: tuple[int, int]) -> None:
+        """The working floor: the floor, with a knowledge answer carrying the whole passage that holds its
+        evidence (a model reads the answer from a passage; the floor counts the sentence as found) and a
+        message a guardrail blocks costing one call with the guardrail's prompt and the message (the floor
+        counts it as free). Still no transcript, no built-in tool, no routing."""
+        calls, tokens = self.floor_calls - before[0], self.floor_tokens - before[1]
+        if oracle.evidence:
+            passage = next((p for p in self._passages(program) if oracle.evidence in p), None)
+            if passage is not None:
+                tokens -= self.counter.prompt([{"role": "user", "content": oracle.user},
+                                               {"role": "system", "content": oracle.answer or oracle.evidence}], [])
+                tokens += self.counter.prompt([{"role": "user", "content": oracle.user},
+                                               {"role": "system", "content": passage}], [])
+        if oracle.blocked:
+            guards = [program.agents[g] for a in program.agents.values() for g in getattr(a, "guardrails", []) or []
+                      if g in program.agents]
+            if guards:
+                calls += 1
+                tokens += self.counter.prompt([{"role": "system", "content": getattr(guards[0], "instructions", "")},
+                                               {"role": "user", "content": oracle.user}], [])
+        self.working_calls += calls
+        self.working_tokens += tokens
+
+    def _passages(self, program) -> list[str]:
+        if id(program) not in self.passages:
+            from frontdesk.app import knowledge_for
+            from frontdesk.ir.models import KnowledgeAgent
+
+            cache = knowledge_for(program, None, fetch_urls=False)
+            self.passages[id(program)] = [chunk.text for agent in program.agents.values()
+                                          if isinstance(agent, KnowledgeAgent)
+                                          for chunk in cache.index(agent).chunks]
+        return self.passages[id(program)]
 
     def report(self) -> dict[str, Any]:
         n = max(self.turns, 1)
@@ -121,6 +164,8 @@ class Ledger:
         total_tokens = sum(self.parts.values()) / n
         return {"turns": self.turns, "calls_per_turn": total_calls, "prompt_tokens_per_turn": total_tokens,
                 "floor": {"calls_per_turn": self.floor_calls / n, "prompt_tokens_per_turn": self.floor_tokens / n},
+                "working_floor": {"calls_per_turn": self.working_calls / n,
+                                  "prompt_tokens_per_turn": self.working_tokens / n},
                 "kinds": kinds}
 
 
@@ -129,7 +174,12 @@ def print_report(report: dict[str, Any]) -> None:
     print(f"\n{report['turns']} turns: {report['calls_per_turn']:.2f} calls and {report['prompt_tokens_per_turn']:.0f} "
           f"prompt tokens per turn; the floor {floor['calls_per_turn']:.2f} and {floor['prompt_tokens_per_turn']:.0f} "
           f"({report['calls_per_turn'] / max(floor['calls_per_turn'], 1e-9):.2f}x and "
-          f"{report['prompt_tokens_per_turn'] / max(floor['prompt_tokens_per_turn'], 1e-9):.2f}x)\n")
+          f"{report['prompt_tokens_per_turn'] / max(floor['prompt_tokens_per_turn'], 1e-9):.2f}x)")
+    working = report["working_floor"]
+    print(f"the working floor (the evidence's whole passage, a guardrail's verdict on a blocked message): "
+          f"{working['calls_per_turn']:.2f} calls and {working['prompt_tokens_per_turn']:.0f} tokens "
+          f"({report['calls_per_turn'] / max(working['calls_per_turn'], 1e-9):.2f}x and "
+          f"{report['prompt_tokens_per_turn'] / max(working['prompt_tokens_per_turn'], 1e-9):.2f}x)\n")
     print("| call | calls/turn | " + " | ".join(PARTS) + " | tokens/call |")
     print("|---|---:|" + "---:|" * (len(PARTS) + 1))
     for kind, row in report["kinds"].items():
