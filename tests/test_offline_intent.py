@@ -228,6 +228,19 @@ def test_a_general_question_goes_to_the_knowledge_agent(local_model, example_db)
     assert agents_of(run, 2) == ["transfer_money", "kb"]
 
 
+def test_an_unsure_message_near_only_a_knowledge_agent_is_answered_from_its_sources(local_model, example_db):
+    # "Do you deliver to Alaska?" is near the policies (0.28) and far from every other member: no choice of two
+    # to ask about, and "nobody can help" would be wrong; the knowledge agent answers from its sources
+    run = offline(BOOKSTORE, ["Do you deliver to Alaska?"], local_model)
+    routed = [e["data"] for e in turn_events(run, 1, "route_decided")]
+    assert routed and routed[0]["agent"] == "store_policy_kb", routed
+    assert not turn_events(run, 1, "fallback")
+    assert "Alaska" in " ".join(m.text for m in run.turns[1].messages)
+    # a message near nobody still gets the fallback
+    run = offline(BOOKSTORE, ["Can you tell me tonight's football scores?"], local_model)
+    assert [e["data"]["agent"] for e in turn_events(run, 1, "route_decided")] in ([None], [])
+
+
 def test_a_book_bought_by_name_is_looked_up_and_taken_for_the_order(local_model, example_db):
     run = offline(BOOKSTORE, ["I want to buy The Lantern Room Murders.", "No, that's all."], local_model)
     assert ("query_book_genre", {"book_name": "The Lantern Room Murders"}) in tool_calls(run, 1)

@@ -514,6 +514,14 @@ class RouterExecutor:
         doer = _task_over_knowledge(ctx, text, top) if asked else None
         if doer is not None:
             return _to_the_doer(ctx, router, doer, decision.scores)
+        if len(top) == 1 and isinstance(ctx.program.agents.get(top[0]), KnowledgeAgent) and not asked:
+            # "Do you deliver to Alaska?": the one member near enough to ask about is a knowledge agent: it
+            # answers from its sources or says it has nothing (and the message comes back), where a choice of
+            # one would be no question and "nobody can help" would be wrong
+            ctx.log.emit("route_decided", router.name, agent=top[0], by="embedding (unsure; the only member "
+                         "near enough is a knowledge agent, which answers only from its sources)",
+                         score=round(decision.score, 3))
+            return top[0]
         if len(top) < 2:
             ctx.log.emit("route_decided", router.name, agent=None, by="embedding (unsure, no LLM to ask)",
                          score=round(decision.score, 3))
