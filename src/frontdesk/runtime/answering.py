@@ -26,7 +26,7 @@ KB_HISTORY_MESSAGES = 6  # earlier messages a knowledge answer sees, when the qu
 # the other one?") is read with the earlier messages; one that names what it asks about ("Do you deliver to
 # Alaska?") is read alone (issue 29: the earlier messages were 14 to 28 prompt tokens a turn on the benchmarks).
 _POINTS_BACK = re.compile(
-    r"(?i)^\W*(?:and|or|but|so|also|then|what about|how about)\b"
+    r"(?i)^\W*(?:and|or|but|so|what about|how about)\b"
     r"|\b(?:it|its|it's|that|this|those|these|they|them|their|theirs|he|she|him|her|one|ones|same|other|else|too|"
     r"also|either|instead|then|again|above|previous|earlier|former|latter)\b"
     r"|(?<!\bis )(?<!\bare )\bthere\b(?! is\b| are\b|'s\b)")

@@ -52,6 +52,11 @@ MISSED_FINISH = "not done: a call of this answer named no tool, so what it was t
 UNASKED_TOOL = "error: the user has not asked for anything yet; greet them and ask how you can help"
 IDLE_FINISH = ("error: nothing of your task is done yet, so it cannot be finished; reply to the user, call one of "
                "your tools, or call hand_back if the message is not for you")
+# How set_args answers the model (the parts after the first are joined with "; "): what it recorded, and what
+# it did not; `settled` leaves a plain record out of later turns' transcripts
+RECORDED = "recorded "
+NOT_RECORDED = "not recorded"
+IGNORED = "unknown arguments ignored"
 TRANSCRIPT_LIMIT = 60  # messages of its own transcript an LLM agent sees at most
 
 
@@ -79,8 +84,8 @@ def settled(messages: list[dict]) -> list[dict]:
         for call in m.get("tool_calls") or []:
             name = call.get("name")
             answer = results.get(call.get("id"))
-            if name == prompts.SET_ARGS_TOOL and answer is not None and answer.startswith("recorded ") \
-                    and not any(p.startswith(("not recorded", "unknown arguments")) for p in answer.split("; ")[1:]):
+            if name == prompts.SET_ARGS_TOOL and answer is not None and answer.startswith(RECORDED) \
+                    and not any(p.startswith((NOT_RECORDED, IGNORED)) for p in answer.split("; ")[1:]):
                 dropped.add(call.get("id"))
     if not dropped:
         return messages
@@ -734,9 +739,9 @@ class ReasoningExecutor:
                     updated.append(name)
             ignored = [n for n in call.arguments if n not in known]
             unsaid = [n for n in offered if n not in grounded]
-            return "recorded " + (", ".join(updated) or "nothing") + (
-                f"; unknown arguments ignored: {', '.join(ignored)}" if ignored else "") + (
-                f"; not recorded, the user did not say it (ask them): {', '.join(unsaid)}" if unsaid else "")
+            return RECORDED + (", ".join(updated) or "nothing") + (
+                f"; {IGNORED}: {', '.join(ignored)}" if ignored else "") + (
+                f"; {NOT_RECORDED}, the user did not say it (ask them): {', '.join(unsaid)}" if unsaid else "")
         if call.name in (prompts.FINISH_TOOL, prompts.HAND_BACK_TOOL):
             return "ok"
         if (call.name not in agent.tools and not _added_by_profile(ctx, agent, call.name)) \
@@ -1142,10 +1147,10 @@ def record_fields(ctx: TurnContext, agent: ReasoningAgent, given: dict[str, Any]
 def gather_answer(ctx: TurnContext, agent: ReasoningAgent, kept: dict[str, Any], rejected: dict[str, str],
                   fields: dict[str, Any]) -> str:
     """What set_args answers the model: what was recorded and refused, and what is still needed."""
-    parts = ["recorded " + (", ".join(f"{k}={json.dumps(v, ensure_ascii=False, default=str)}"
+    parts = [RECORDED + (", ".join(f"{k}={json.dumps(v, ensure_ascii=False, default=str)}"
                                       for k, v in kept.items()) or "nothing")]
     if rejected:
-        parts.append("not recorded: " + "; ".join(f"{k}: {why}" for k, why in rejected.items()))
+        parts.append(f"{NOT_RECORDED}: " + "; ".join(f"{k}: {why}" for k, why in rejected.items()))
     missing = missing_fields(ctx, agent, fields)
     note_all_gathered(ctx, agent, fields)
     parts.append("still needed: " + ", ".join(f.name for f in missing) if missing else "all fields gathered")
